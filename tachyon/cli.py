@@ -1,0 +1,40 @@
+"""`tachyon` command line. Each layer registers its own sub-commands through a `register(subparsers)`
+function (engine: generate/chat/demo; serving: serve; bench: bench/plan; eval: eval)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_REGISTRARS = (
+    "tachyon.engine.cli",
+    "tachyon.serving.cli",
+    "tachyon.bench.cli",
+    "tachyon.eval.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tachyon", description="Tachyon: fast LLM inference")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for mod_name in _REGISTRARS:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError as e:  # a layer whose optional extra is not installed
+            if e.name and e.name.startswith("tachyon"):
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    rc = args.func(args)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
