@@ -1,0 +1,75 @@
+"""The flat variable-length batch of one step (layout in docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from tachyon.engine.scheduler import SchedulerOutput
+
+
+@dataclass
+class AttentionMetadata:
+    query_start_loc: torch.Tensor  # int32 [B+1]
+    seq_lens: torch.Tensor  # int32 [B]
+    slot_mapping: torch.Tensor  # int64 [T]
+    block_tables: torch.Tensor  # int32 [B, max_blocks]
+    max_query_len: int
+    max_seq_len: int
+    is_decode_only: bool
+
+
+@dataclass
+class FlatBatch:
+    input_ids: torch.Tensor  # int64 [T]
+    positions: torch.Tensor  # int64 [T]
+    meta: AttentionMetadata
+    sample_indices: list[int]  # index into scheduled requests of those sampling a token this step
+    logits_rows: list[int]  # flat token index of the last token of each sampling request
+
+
+def build_batch(sched: SchedulerOutput, block_size: int, device: torch.device) -> FlatBatch:
+    """Flatten the scheduled chunks. A request samples iff its chunk reaches its last known token."""
+    ids: list[int] = []
+    pos: list[int] = []
+    slots: list[int] = []
+    qsl = [0]
+    seq_lens: list[int] = []
+    tables: list[list[int]] = []
+    sample_indices: list[int] = []
+    logits_rows: list[int] = []
+    for i, (req, n) in enumerate(zip(sched.requests, sched.num_new_tokens)):
+        start = req.num_computed_tokens
+        end = start + n
+        ids.extend(req.token_ids[start:end])
+        pos.extend(range(start, end))
+        blocks = req.block_ids
+        slots.extend(blocks[p // block_size] * block_size + p % block_size for p in range(start, end))
+        qsl.append(qsl[-1] + n)
+        seq_lens.append(end)
+        tables.append(blocks)
+        if end == req.num_tokens:
+            sample_indices.append(i)
+            logits_rows.append(qsl[-1] - 1)
+    max_blocks = max(len(t) for t in tables)
+    table = torch.zeros(len(tables), max_blocks, dtype=torch.int32)
+    for i, t in enumerate(tables):
+        table[i, : len(t)] = torch.tensor(t, dtype=torch.int32)
+    q_lens = sched.num_new_tokens
+    meta = AttentionMetadata(
+        query_start_loc=torch.tensor(qsl, dtype=torch.int32, device=device),
+        seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=device),
+        slot_mapping=torch.tensor(slots, dtype=torch.int64, device=device),
+        block_tables=table.to(device),
+        max_query_len=max(q_lens),
+        max_seq_len=max(seq_lens),
+        is_decode_only=all(q == 1 for q in q_lens),
+    )
+    return FlatBatch(
+        input_ids=torch.tensor(ids, dtype=torch.int64, device=device),
+        positions=torch.tensor(pos, dtype=torch.int64, device=device),
+        meta=meta,
+        sample_indices=sample_indices,
+        logits_rows=logits_rows,
+    )

@@ -1,0 +1,253 @@
+"""LLMEngine: the synchronous core. add_request / abort / step. Not thread-safe: one thread drives it
+(LLM directly, AsyncEngine through its engine thread)."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+
+from tachyon.config import EngineConfig
+from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
+from tachyon.engine.kv_cache import BlockPool, KVCacheManager
+from tachyon.engine.request import Request, RequestStatus
+from tachyon.engine.runner import ModelRunner, kv_cache_bytes_per_block
+from tachyon.engine.scheduler import Scheduler
+from tachyon.models.loader import load_model, load_tokenizer, resolve_model
+from tachyon.sampling import CompletionOutput, Logprob, RequestMetrics, RequestOutput, SamplingParams
+
+log = logging.getLogger("tachyon.engine")
+
+
+@dataclass
+class EngineStats:
+    num_running: int
+    num_waiting: int
+    kv_usage: float
+    num_free_blocks: int
+    num_total_blocks: int
+    num_preemptions: int
+    prompt_tokens_total: int
+    generation_tokens_total: int
+
+
+class _Group:
+    """The n children of one user request, gathered into one RequestOutput."""
+
+    def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int], children: list[Request]):
+        self.request_id, self.prompt, self.prompt_token_ids = request_id, prompt, prompt_token_ids
+        self.children = children
+
+    @property
+    def finished(self) -> bool:
+        return all(c.finished for c in self.children)
+
+
+class LLMEngine:
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        self.device = config.resolved_device()
+        self.dtype = config.resolved_dtype()
+        resolved = resolve_model(config.model, config.load_format)
+        self.model_name = config.served_model_name or resolved.name
+        self.model, self.spec = load_model(resolved, device=self.device, dtype=self.dtype, seed=config.seed)
+        self.tokenizer = load_tokenizer(resolved, config.tokenizer)
+        self.max_model_len = self._max_model_len()
+        num_blocks = self._num_blocks()
+        if num_blocks * config.block_size < self.max_model_len:
+            raise ValueError(
+                f"the KV cache holds {num_blocks * config.block_size} tokens, fewer than max_model_len "
+                f"{self.max_model_len}: lower max_model_len or give the cache more memory")
+        self.pool = BlockPool(num_blocks, config.block_size)
+        self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
+                                   max_num_batched_tokens=config.max_num_batched_tokens,
+                                   enable_chunked_prefill=config.enable_chunked_prefill,
+                                   watermark=config.watermark)
+        self.runner = ModelRunner(self.model, self.spec, num_blocks=num_blocks, block_size=config.block_size,
+                                  device=self.device, dtype=self.dtype)
+        self._rng = random.Random(config.seed)
+        self._groups: dict[str, _Group] = {}
+        self._children: dict[str, Request] = {}
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+
+    # ---- set-up -------------------------------------------------------------------------------
+    def _max_model_len(self) -> int:
+        limit = self.spec.max_position_embeddings
+        if self.spec.sliding_window:
+            limit = min(limit, self.spec.sliding_window)
+        want = self.config.max_model_len or limit
+        if want > limit:
+            raise ValueError(f"max_model_len {want} exceeds the model's limit of {limit} positions")
+        return want
+
+    def _num_blocks(self) -> int:
+        if self.config.num_kv_blocks:
+            return self.config.num_kv_blocks
+        per_block = kv_cache_bytes_per_block(self.spec, self.config.block_size, self.dtype)
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            budget = free - (1 - self.config.gpu_memory_utilization) * total
+        else:
+            budget = self.config.kv_cache_memory_gb * (1 << 30)
+        return max(1, int(budget // per_block))
+
+    # ---- requests -----------------------------------------------------------------------------
+    def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None,
+                    *, arrival_time: float | None = None) -> None:
+        """Validate and queue. Raises ValueError (naming the field and the limit) on bad input."""
+        params = params or SamplingParams()
+        if request_id in self._groups:
+            raise ValueError(f"request_id {request_id!r} is already in use")
+        text, ids = self._tokenize(prompt)
+        if not ids:
+            raise ValueError("prompt must not be empty")
+        if len(ids) >= self.max_model_len:
+            raise ValueError(f"prompt is {len(ids)} tokens; it must be shorter than max_model_len "
+                             f"({self.max_model_len}) to leave room for output")
+        if min(ids) < 0 or max(ids) >= self.spec.vocab_size:
+            raise ValueError(f"prompt token ids must be in [0, {self.spec.vocab_size}), "
+                             f"got {min(ids)}..{max(ids)}")
+        if params.stop and self.tokenizer is None:
+            raise ValueError("stop strings need a tokenizer; this model has none (use stop_token_ids)")
+        base_seed = params.seed if params.seed is not None else self._rng.getrandbits(62)
+        children = []
+        for i in range(params.n):
+            rid = request_id if params.n == 1 else f"{i}_{request_id}"
+            child = Request(rid, ids, params, eos_token_ids=self.spec.eos_token_ids,
+                            max_model_len=self.max_model_len, sample_seed=base_seed * 1_000_003 + i,
+                            arrival_time=arrival_time, parent_id=request_id, index=i)
+            if self.tokenizer is not None and params.detokenize:
+                child.detokenizer = IncrementalDetokenizer(
+                    self.tokenizer, ids, stop=params.stop, include_stop_str_in_output=params.include_stop_str_in_output,
+                    skip_special_tokens=params.skip_special_tokens, min_tokens=params.min_tokens)
+            children.append(child)
+        self._groups[request_id] = _Group(request_id, text, ids, children)
+        for c in children:
+            self._children[c.request_id] = c
+            self.scheduler.add(c)
+        self.prompt_tokens_total += len(ids) * params.n
+
+    def _tokenize(self, prompt: str | list[int]) -> tuple[str | None, list[int]]:
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise ValueError("this model has no tokenizer: pass prompt_token_ids")
+            return prompt, self.tokenizer.encode(prompt, add_special_tokens=True) if prompt else []
+        if not isinstance(prompt, (list, tuple)) or not all(isinstance(t, int) for t in prompt):
+            raise ValueError("prompt must be a string or a list of token ids (ints)")
+        return None, list(prompt)
+
+    def abort(self, request_id: str) -> bool:
+        """Finish a request now and free its blocks. Idempotent; True if it was live."""
+        group = self._groups.pop(request_id, None)
+        if group is None:
+            return False
+        for c in group.children:
+            if not c.finished:
+                self.scheduler.finish(c, RequestStatus.FINISHED_ABORTED)
+            self._children.pop(c.request_id, None)
+        return True
+
+    def has_unfinished(self) -> bool:
+        return bool(self._groups)
+
+    # ---- the step -----------------------------------------------------------------------------
+    def step(self) -> list[RequestOutput]:
+        """Run one scheduled batch; outputs for every request that produced a token or finished."""
+        sched = self.scheduler.schedule()
+        if not sched:
+            return []
+        now = time.time()
+        for req in sched.requests:
+            if req.first_scheduled_time is None:
+                req.first_scheduled_time = now
+        result = self.runner.execute(sched)
+        for req, n in zip(sched.requests, sched.num_new_tokens):
+            req.num_computed_tokens += n
+        now = time.time()
+        touched: dict[str, _Group] = {}
+        for j, req in enumerate(result.sampled):
+            self._append(req, result.result.token_ids[j], result.result.logprobs[j], now)
+            g = self._groups.get(req.parent_id)
+            if g is not None:
+                touched[g.request_id] = g
+        for req in sched.requests:  # prompt-logprob-only progress (echo) is reported at the end
+            if req.finished:
+                self.scheduler.finish(req)
+        outs = [self._make_output(g) for g in touched.values()]
+        for o in outs:
+            if o.finished:
+                g = self._groups.pop(o.request_id)
+                for c in g.children:
+                    self._children.pop(c.request_id, None)
+        return outs
+
+    def _append(self, req: Request, token: int, lp, now: float) -> None:
+        req.append_token(token)
+        self.generation_tokens_total += 1
+        if req.first_token_time is None:
+            req.first_token_time = now
+        if lp is not None:
+            tok_lp, rank, top_ids, top_vals = lp
+            d = {token: Logprob(tok_lp, rank)}
+            for r, (tid, v) in enumerate(zip(top_ids, top_vals)):
+                d.setdefault(tid, Logprob(v, r + 1))
+            req.logprobs.append(d)
+            req.cumulative_logprob += tok_lp
+        stop_str = req.detokenizer.add_tokens([token]) if req.detokenizer is not None else None
+        req.check_stop(stop_str)
+        if req.finished:
+            req.finished_time = now
+
+    def _make_output(self, g: _Group) -> RequestOutput:
+        comps = []
+        for c in g.children:
+            text = c.detokenizer.text if c.detokenizer is not None else ""
+            comps.append(CompletionOutput(
+                index=c.index, text=text, token_ids=list(c.output_token_ids),
+                cumulative_logprob=c.cumulative_logprob if c.logprobs is not None else None,
+                logprobs=self._decoded(c.logprobs), finish_reason=c.finish_reason, stop_reason=c.stop_reason))
+        first = g.children[0]
+        first_tok = [c.first_token_time for c in g.children if c.first_token_time is not None]
+        fin = [c.finished_time for c in g.children if c.finished_time is not None]
+        metrics = RequestMetrics(
+            arrival_time=first.arrival_time,
+            first_scheduled_time=first.first_scheduled_time,
+            first_token_time=min(first_tok) if first_tok else None,
+            last_token_time=time.time(),
+            time_in_queue=(first.first_scheduled_time - first.arrival_time) if first.first_scheduled_time else None,
+            finished_time=max(fin) if g.finished and fin else None,
+            num_preemptions=sum(c.num_preemptions for c in g.children),
+        )
+        return RequestOutput(request_id=g.request_id, prompt=g.prompt, prompt_token_ids=g.prompt_token_ids,
+                             prompt_logprobs=self._decoded(first.prompt_logprobs), outputs=comps,
+                             finished=g.finished, metrics=metrics)
+
+    def _decoded(self, entries):
+        if entries is None or self.tokenizer is None:
+            return entries
+        for d in entries:
+            if d is None:
+                continue
+            for tid, lp in d.items():
+                if lp.decoded_token is None:
+                    lp.decoded_token = decode_token(self.tokenizer, tid)
+        return entries
+
+    # ---- introspection ------------------------------------------------------------------------
+    def stats(self) -> EngineStats:
+        return EngineStats(
+            num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting),
+            kv_usage=self.pool.usage(), num_free_blocks=self.pool.num_free,
+            num_total_blocks=self.pool.num_blocks, num_preemptions=self.scheduler.num_preemptions,
+            prompt_tokens_total=self.prompt_tokens_total, generation_tokens_total=self.generation_tokens_total)
+
+    def check_integrity(self) -> None:
+        """Block-pool invariant, plus: with nothing in flight every block is free."""
+        self.pool.check_integrity()
+        if not self.has_unfinished():
+            assert self.pool.num_free == self.pool.num_blocks, (
+                f"{self.pool.num_blocks - self.pool.num_free} KV blocks leaked with no request in flight")

@@ -1,0 +1,105 @@
+"""LLM: the offline API, named as vLLM's (`LLM(model=...).generate(...)`, `.chat(...)`)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from tachyon.config import EngineConfig
+from tachyon.engine.engine import LLMEngine
+from tachyon.sampling import RequestOutput, SamplingParams
+
+Prompt = str | list[int] | dict
+
+
+class LLM:
+    """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct)."""
+
+    def __init__(self, model: str | None = None, **engine_args):
+        self.engine = LLMEngine(EngineConfig.from_kwargs(model=model, **engine_args))
+        self._ids = itertools.count()
+
+    def get_tokenizer(self):
+        return self.engine.tokenizer
+
+    def generate(self, prompts: Prompt | Sequence[Prompt],
+                 sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+                 use_tqdm: bool = True) -> list[RequestOutput]:
+        """Prompts: a string, a token-id list, {"prompt_token_ids": [...]} / {"prompt": "..."}, or a list of
+        those. Returns one finished RequestOutput per prompt, in input order."""
+        if isinstance(prompts, (str, dict)) or (isinstance(prompts, list) and prompts
+                                                 and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        prompts = [_unwrap(p) for p in prompts]
+        if sampling_params is None or isinstance(sampling_params, SamplingParams):
+            params = [sampling_params or SamplingParams()] * len(prompts)
+        else:
+            params = list(sampling_params)
+            if len(params) != len(prompts):
+                raise ValueError(f"sampling_params has {len(params)} entries for {len(prompts)} prompts")
+        ids = []
+        try:
+            for p, sp in zip(prompts, params):
+                rid = str(next(self._ids))
+                self.engine.add_request(rid, p, sp)
+                ids.append(rid)
+        except Exception:
+            for rid in ids:
+                self.engine.abort(rid)
+            raise
+        return self._run(ids, use_tqdm)
+
+    def _run(self, ids: list[str], use_tqdm: bool) -> list[RequestOutput]:
+        done: dict[str, RequestOutput] = {}
+        bar = None
+        if use_tqdm and len(ids) > 1:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(ids), desc="Generating", unit="req", dynamic_ncols=True)
+        try:
+            while self.engine.has_unfinished():
+                for out in self.engine.step():
+                    if out.finished:
+                        done[out.request_id] = out
+                        if bar is not None:
+                            bar.update(1)
+                            toks = self.engine.generation_tokens_total
+                            bar.set_postfix_str(f"{toks / max(bar.format_dict['elapsed'], 1e-9):.1f} tok/s")
+        except BaseException:
+            for rid in ids:
+                self.engine.abort(rid)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        return [done[r] for r in ids]
+
+    def chat(self, messages: list[dict] | list[list[dict]],
+             sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
+             use_tqdm: bool = True, add_generation_prompt: bool = True,
+             chat_template: str | None = None) -> list[RequestOutput]:
+        """One conversation (list of {"role", "content"}) or a list of them, rendered with the chat template."""
+        tok = self.engine.tokenizer
+        if tok is None:
+            raise ValueError("this model has no tokenizer, so it has no chat template")
+        convs = [messages] if messages and isinstance(messages[0], dict) else messages
+        prompts = []
+        for conv in convs:
+            if not conv:
+                raise ValueError("messages must not be empty")
+            ids = tok.apply_chat_template(conv, tokenize=True, add_generation_prompt=add_generation_prompt,
+                                          chat_template=chat_template)
+            if isinstance(ids, dict):  # transformers 5 returns a BatchEncoding
+                ids = ids["input_ids"]
+            prompts.append(list(ids))
+        return self.generate(prompts, sampling_params, use_tqdm)
+
+
+def _unwrap(p: Prompt) -> str | list[int]:
+    if isinstance(p, dict):
+        if "prompt_token_ids" in p:
+            return list(p["prompt_token_ids"])
+        if "prompt" in p:
+            return p["prompt"]
+        raise ValueError("a prompt dict needs 'prompt' or 'prompt_token_ids'")
+    return p

@@ -1,0 +1,109 @@
+"""Request state machine: WAITING -> RUNNING -> (PREEMPTED -> WAITING ->) FINISHED_*.
+
+A Request is one sequence (a child of an n>1 request is its own Request). It owns its token list
+and its block-id list; the block *memory* belongs to the BlockPool, which alone frees it.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+
+from tachyon.sampling import Logprob, SamplingParams
+
+
+class RequestStatus(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED_STOPPED = "stop"
+    FINISHED_LENGTH = "length"
+    FINISHED_ABORTED = "abort"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RequestStatus.FINISHED_STOPPED, RequestStatus.FINISHED_LENGTH,
+                        RequestStatus.FINISHED_ABORTED)
+
+
+class Request:
+    def __init__(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams,
+                 *, eos_token_ids: list[int], max_model_len: int, sample_seed: int,
+                 arrival_time: float | None = None, parent_id: str | None = None, index: int = 0):
+        self.request_id = request_id
+        self.parent_id = parent_id or request_id
+        self.index = index
+        self.prompt_token_ids = prompt_token_ids
+        self.params = params
+        self.eos_token_ids = eos_token_ids
+        self.sample_seed = sample_seed  # per-step sampling seeds derive from this (batch-independent)
+        self.max_tokens = min(params.max_tokens or max_model_len, max_model_len - len(prompt_token_ids))
+        self.token_ids: list[int] = list(prompt_token_ids)
+        self.num_computed_tokens = 0
+        self.block_ids: list[int] = []
+        self.status = RequestStatus.WAITING
+        self.stop_reason: int | str | None = None
+        self.logprobs: list[dict[int, Logprob]] | None = [] if params.logprobs is not None else None
+        self.prompt_logprobs: list[dict[int, Logprob] | None] | None = (
+            [None] if params.prompt_logprobs is not None else None)
+        self.cumulative_logprob = 0.0
+        self.num_preemptions = 0
+        self.arrival_time = arrival_time if arrival_time is not None else time.time()
+        self.first_scheduled_time: float | None = None
+        self.first_token_time: float | None = None
+        self.finished_time: float | None = None
+        self.detokenizer = None  # set by the engine when a tokenizer exists
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        return len(self.prompt_token_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - len(self.prompt_token_ids)
+
+    @property
+    def finished(self) -> bool:
+        return self.status.finished
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.status.value if self.finished else None
+
+    def wants_prompt_logprobs(self) -> bool:
+        return self.prompt_logprobs is not None and len(self.prompt_logprobs) < self.num_prompt_tokens
+
+    def append_token(self, token_id: int) -> None:
+        self.token_ids.append(token_id)
+
+    def check_stop(self, stop_string: str | None) -> None:
+        """Decide whether the token just appended ends the request (vLLM's order of checks)."""
+        n = self.num_output_tokens
+        last = self.token_ids[-1]
+        if n >= self.params.min_tokens:
+            if not self.params.ignore_eos and last in self.eos_token_ids:
+                self.status = RequestStatus.FINISHED_STOPPED
+                return
+            if last in self.params.stop_token_ids:
+                self.status, self.stop_reason = RequestStatus.FINISHED_STOPPED, last
+                return
+            if stop_string is not None:
+                self.status, self.stop_reason = RequestStatus.FINISHED_STOPPED, stop_string
+                return
+        if n >= self.max_tokens:
+            self.status = RequestStatus.FINISHED_LENGTH
+
+    def reset_for_recompute(self) -> None:
+        """Preemption by recompute: forget the KV state; tokens generated so far are kept and re-prefilled."""
+        self.num_computed_tokens = 0
+        self.block_ids = []
+        self.status = RequestStatus.PREEMPTED
+        self.num_preemptions += 1

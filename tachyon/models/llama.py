@@ -1,0 +1,158 @@
+"""One decoder for Llama 2/3, Mistral, SmolLM2, Qwen2/2.5 (qkv bias) and Qwen3 (per-head q/k norm).
+
+The model sees one flat batch: `input_ids [T]`, `positions [T]` and an `AttentionMetadata`
+describing how the T tokens split into sequences (docs/architecture.md). The runner binds the
+per-layer KV-cache tensors with `bind_kv_cache` before the first forward; the model never
+allocates or frees cache memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+
+from tachyon import kernels
+from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding
+from tachyon.models.spec import ModelSpec
+
+
+class Attention(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = spec.num_heads, spec.num_kv_heads, spec.head_dim
+        self.scale = self.head_dim ** -0.5
+        self.qkv_proj = MergedLinear(spec.hidden_size, {"q": spec.q_size, "k": spec.kv_size, "v": spec.kv_size},
+                                     bias=spec.attention_bias)
+        self.o_proj = Linear(spec.q_size, spec.hidden_size)
+        self.q_norm = RMSNorm(self.head_dim, spec.rms_norm_eps) if spec.qk_norm else None
+        self.k_norm = RMSNorm(self.head_dim, spec.rms_norm_eps) if spec.qk_norm else None
+        self.rotary = RotaryEmbedding(self.head_dim, spec.max_position_embeddings, spec.rope_theta,
+                                      spec.rope_scaling)
+        self.kv_cache: torch.Tensor | None = None
+
+    def forward(self, positions: torch.Tensor, x: torch.Tensor, meta) -> torch.Tensor:
+        t = x.shape[0]
+        q, k, v = self.qkv_proj.split(self.qkv_proj(x))
+        q = q.reshape(t, self.num_heads, self.head_dim)
+        k = k.reshape(t, self.num_kv_heads, self.head_dim)
+        v = v.reshape(t, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = self.rotary(positions, q, k)
+        kernels.store_kv(k, v, self.kv_cache, meta.slot_mapping)
+        o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
+                                    meta.max_query_len, meta.max_seq_len, self.scale)
+        return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.gate_up_proj = MergedLinear(spec.hidden_size, {"gate": spec.intermediate_size,
+                                                            "up": spec.intermediate_size})
+        self.down_proj = Linear(spec.intermediate_size, spec.hidden_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(kernels.silu_and_mul(self.gate_up_proj(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.self_attn = Attention(spec)
+        self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.mlp = MLP(spec)
+
+    def forward(self, positions, x, residual, meta):
+        if residual is None:
+            residual = x
+            h = self.input_layernorm(x)
+        else:
+            h, residual = self.input_layernorm(x, residual)
+        h = self.self_attn(positions, h, meta)
+        h, residual = self.post_attention_layernorm(h, residual)
+        return self.mlp(h), residual
+
+
+class DecoderForCausalLM(nn.Module):
+    # checkpoint name fragment -> (our fused parameter fragment, shard)
+    _FUSED = {
+        ".q_proj.": (".qkv_proj.", "q"),
+        ".k_proj.": (".qkv_proj.", "k"),
+        ".v_proj.": (".qkv_proj.", "v"),
+        ".gate_proj.": (".gate_up_proj.", "gate"),
+        ".up_proj.": (".gate_up_proj.", "up"),
+    }
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size)
+        self.embed_tokens.weight.requires_grad_(False)
+        self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(spec.num_layers))
+        self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.lm_head = None if spec.tie_word_embeddings else Linear(spec.hidden_size, spec.vocab_size)
+
+    def bind_kv_cache(self, kv_caches: list[torch.Tensor]) -> None:
+        """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them."""
+        if len(kv_caches) != len(self.layers):
+            raise ValueError(f"expected {len(self.layers)} KV-cache tensors, got {len(kv_caches)}")
+        for layer, cache in zip(self.layers, kv_caches):
+            layer.self_attn.kv_cache = cache
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta) -> torch.Tensor:
+        """Hidden states [T, hidden] after the final norm."""
+        x = self.embed_tokens(input_ids)
+        residual = None
+        for layer in self.layers:
+            x, residual = layer(positions, x, residual, meta)
+        x, _ = self.norm(x, residual)
+        return x
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return torch.nn.functional.linear(hidden, w)
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
+        """Load HF-named tensors; returns the keys filled (`name#shard` for fused parameters)."""
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        for name, tensor in weights:
+            if "rotary_emb.inv_freq" in name:
+                continue
+            if name.startswith("model."):
+                name = name[len("model."):]
+            if name == "lm_head.weight" and self.lm_head is None:
+                continue  # tied: the embedding is the output projection
+            shard = None
+            for frag, (fused, shard_name) in self._FUSED.items():
+                if frag in name:
+                    name, shard = name.replace(frag, fused), shard_name
+                    break
+            param = params.get(name)
+            if param is None:
+                raise ValueError(f"checkpoint tensor {name!r} has no matching parameter in {self.spec.architecture}")
+            loader = getattr(param, "weight_loader", None)
+            if loader is None:
+                if param.shape != tensor.shape:
+                    raise ValueError(f"{name}: expected shape {tuple(param.shape)}, got {tuple(tensor.shape)}")
+                param.data.copy_(tensor)
+            else:
+                loader(param, tensor.to(param.dtype), shard)
+            loaded.add(name if shard is None else f"{name}#{shard}")
+        return loaded
+
+    def expected_keys(self) -> set[str]:
+        """What `load_weights` must report for a complete checkpoint (fused params once per shard)."""
+        keys = set()
+        for mod_name, mod in self.named_modules():
+            for pname, _ in mod.named_parameters(recurse=False):
+                full = f"{mod_name}.{pname}" if mod_name else pname
+                if isinstance(mod, MergedLinear):
+                    keys.update(f"{full}#{shard}" for shard in mod.offsets)
+                else:
+                    keys.add(full)
+        return keys
