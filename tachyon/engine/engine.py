@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ class EngineStats:
     generation_tokens_total: int
 
 
-class _Group:
+class RequestGroup:
     """The n children of one user request, gathered into one RequestOutput."""
 
     def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int], children: list[Request]):
@@ -69,7 +70,8 @@ class LLMEngine:
         self.runner = ModelRunner(self.model, self.spec, num_blocks=num_blocks, block_size=config.block_size,
                                   device=self.device, dtype=self.dtype)
         self._rng = random.Random(config.seed)
-        self._groups: dict[str, _Group] = {}
+        self._rng_lock = threading.Lock()
+        self._groups: dict[str, RequestGroup] = {}
         self._children: dict[str, Request] = {}
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
@@ -99,9 +101,12 @@ class LLMEngine:
     def add_request(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None,
                     *, arrival_time: float | None = None) -> None:
         """Validate and queue. Raises ValueError (naming the field and the limit) on bad input."""
+        self.add_group(self.make_group(request_id, prompt, params, arrival_time=arrival_time))
+
+    def make_group(self, request_id: str, prompt: str | list[int], params: SamplingParams | None = None,
+                   *, arrival_time: float | None = None) -> RequestGroup:
+        """Tokenise and validate into a RequestGroup without touching engine state (safe from any thread)."""
         params = params or SamplingParams()
-        if request_id in self._groups:
-            raise ValueError(f"request_id {request_id!r} is already in use")
         text, ids = self._tokenize(prompt)
         if not ids:
             raise ValueError("prompt must not be empty")
@@ -113,7 +118,8 @@ class LLMEngine:
                              f"got {min(ids)}..{max(ids)}")
         if params.stop and self.tokenizer is None:
             raise ValueError("stop strings need a tokenizer; this model has none (use stop_token_ids)")
-        base_seed = params.seed if params.seed is not None else self._rng.getrandbits(62)
+        with self._rng_lock:
+            base_seed = params.seed if params.seed is not None else self._rng.getrandbits(62)
         children = []
         for i in range(params.n):
             rid = request_id if params.n == 1 else f"{i}_{request_id}"
@@ -125,11 +131,17 @@ class LLMEngine:
                     self.tokenizer, ids, stop=params.stop, include_stop_str_in_output=params.include_stop_str_in_output,
                     skip_special_tokens=params.skip_special_tokens, min_tokens=params.min_tokens)
             children.append(child)
-        self._groups[request_id] = _Group(request_id, text, ids, children)
-        for c in children:
+        return RequestGroup(request_id, text, ids, children)
+
+    def add_group(self, group: RequestGroup) -> None:
+        """Queue a group made by `make_group` (engine thread only)."""
+        if group.request_id in self._groups:
+            raise ValueError(f"request_id {group.request_id!r} is already in use")
+        self._groups[group.request_id] = group
+        for c in group.children:
             self._children[c.request_id] = c
             self.scheduler.add(c)
-        self.prompt_tokens_total += len(ids) * params.n
+        self.prompt_tokens_total += len(group.prompt_token_ids) * len(group.children)
 
     def _tokenize(self, prompt: str | list[int]) -> tuple[str | None, list[int]]:
         if isinstance(prompt, str):
@@ -168,7 +180,7 @@ class LLMEngine:
         for req, n in zip(sched.requests, sched.num_new_tokens):
             req.num_computed_tokens += n
         now = time.time()
-        touched: dict[str, _Group] = {}
+        touched: dict[str, RequestGroup] = {}
         for j, req in enumerate(result.sampled):
             self._append(req, result.result.token_ids[j], result.result.logprobs[j], now)
             g = self._groups.get(req.parent_id)
@@ -197,15 +209,20 @@ class LLMEngine:
                 d.setdefault(tid, Logprob(v, r + 1))
             req.logprobs.append(d)
             req.cumulative_logprob += tok_lp
-        stop_str = req.detokenizer.add_tokens([token]) if req.detokenizer is not None else None
+        stop_str = None
+        if req.detokenizer is not None:
+            # a stop token (EOS or stop_token_ids) ends the request but is not part of the text
+            if not (req.stop_token_hit() and not req.params.include_stop_str_in_output):
+                stop_str = req.detokenizer.add_tokens([token])
         req.check_stop(stop_str)
         if req.finished:
             req.finished_time = now
 
-    def _make_output(self, g: _Group) -> RequestOutput:
+    def _make_output(self, g: RequestGroup) -> RequestOutput:
         comps = []
         for c in g.children:
-            text = c.detokenizer.text if c.detokenizer is not None else ""
+            # unfinished: withhold a tail that might still become a stop string (safe to stream)
+            text = c.detokenizer.stream_text(c.finished) if c.detokenizer is not None else ""
             comps.append(CompletionOutput(
                 index=c.index, text=text, token_ids=list(c.output_token_ids),
                 cumulative_logprob=c.cumulative_logprob if c.logprobs is not None else None,

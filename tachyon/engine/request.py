@@ -84,21 +84,25 @@ class Request:
     def append_token(self, token_id: int) -> None:
         self.token_ids.append(token_id)
 
+    def stop_token_hit(self) -> bool:
+        """True if the token just appended is EOS (unless ignore_eos) or a stop token, past min_tokens."""
+        if self.num_output_tokens < self.params.min_tokens:
+            return False
+        last = self.token_ids[-1]
+        return (not self.params.ignore_eos and last in self.eos_token_ids) or last in self.params.stop_token_ids
+
     def check_stop(self, stop_string: str | None) -> None:
         """Decide whether the token just appended ends the request (vLLM's order of checks)."""
-        n = self.num_output_tokens
         last = self.token_ids[-1]
-        if n >= self.params.min_tokens:
-            if not self.params.ignore_eos and last in self.eos_token_ids:
-                self.status = RequestStatus.FINISHED_STOPPED
-                return
-            if last in self.params.stop_token_ids:
-                self.status, self.stop_reason = RequestStatus.FINISHED_STOPPED, last
-                return
-            if stop_string is not None:
-                self.status, self.stop_reason = RequestStatus.FINISHED_STOPPED, stop_string
-                return
-        if n >= self.max_tokens:
+        if self.stop_token_hit():
+            self.status = RequestStatus.FINISHED_STOPPED
+            is_eos = not self.params.ignore_eos and last in self.eos_token_ids
+            self.stop_reason = None if is_eos else last
+            return
+        if stop_string is not None and self.num_output_tokens >= self.params.min_tokens:
+            self.status, self.stop_reason = RequestStatus.FINISHED_STOPPED, stop_string
+            return
+        if self.num_output_tokens >= self.max_tokens:
             self.status = RequestStatus.FINISHED_LENGTH
 
     def reset_for_recompute(self) -> None:

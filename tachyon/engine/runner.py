@@ -13,7 +13,7 @@ import torch
 
 from tachyon.engine.batch import build_batch
 from tachyon.engine.request import Request
-from tachyon.engine.sampler import SampleResult, Sampler
+from tachyon.engine.sampler import Sampler, SampleResult
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 from tachyon.sampling import Logprob

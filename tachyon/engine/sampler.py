@@ -46,20 +46,20 @@ def apply_penalties(logits: torch.Tensor, req: Request) -> torch.Tensor:
 
 
 def filter_logits(logits: torch.Tensor, top_k: int, top_p: float, min_p: float) -> torch.Tensor:
-    """Mask (to -inf) tokens outside top-k, the top-p nucleus and the min-p floor. logits: [V] fp32."""
+    """Mask (to -inf) tokens below the min-p floor, outside the top-k, then outside the top-p nucleus of
+    what remains (vLLM's order; each filter sees the renormalised survivors). logits: [V] fp32."""
+    if min_p > 0.0:
+        probs = logits.softmax(-1)
+        logits = logits.masked_fill(probs < min_p * probs.max(), float("-inf"))
     if top_k and top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k).values[-1]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if top_p < 1.0:
         sorted_logits, idx = torch.sort(logits, descending=True)
         probs = sorted_logits.softmax(-1)
-        cum = probs.cumsum(-1)
-        drop = (cum - probs) > top_p  # keep the smallest prefix whose mass reaches top_p
+        drop = (probs.cumsum(-1) - probs) >= top_p  # keep the shortest prefix whose mass reaches top_p
         logits = logits.clone()
         logits[idx[drop]] = float("-inf")
-    if min_p > 0.0:
-        probs = logits.softmax(-1)
-        logits = logits.masked_fill(probs < min_p * probs.max(), float("-inf"))
     return logits
 
 

@@ -1,0 +1,18 @@
+import pytest
+
+from tachyon import LLM
+
+
+@pytest.fixture(scope="module")
+def llm(tiny_llama):
+    engine = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256)
+    yield engine
+    engine.engine.check_integrity()
+
+
+@pytest.fixture(autouse=True)
+def _pool_whole_after_each_test(request):
+    """After every test that used the module's engine, its block pool is whole (nothing leaked)."""
+    yield
+    if "llm" in request.fixturenames:
+        request.getfixturevalue("llm").engine.check_integrity()

@@ -1,0 +1,94 @@
+"""Aborts, async streaming and the block-pool invariant."""
+
+import asyncio
+
+import pytest
+
+from tachyon import SamplingParams
+from tachyon.engine.async_engine import AsyncEngine
+from tachyon.engine.kv_cache import BlockPool
+
+
+def test_block_pool_double_free_and_integrity():
+    pool = BlockPool(8, 4)
+    blocks = pool.allocate(3)
+    assert pool.num_free == 5
+    pool.check_integrity()
+    pool.free(blocks)
+    pool.check_integrity()
+    with pytest.raises(RuntimeError, match="double free"):
+        pool.free(blocks[:1])
+    with pytest.raises(RuntimeError, match="cannot allocate"):
+        pool.allocate(9)
+
+
+def test_abort_mid_generation_frees_blocks(llm):
+    eng = llm.engine
+    sp = SamplingParams(temperature=0, max_tokens=50, ignore_eos=True)
+    for i in range(4):
+        eng.add_request(f"a{i}", [5 + i] * (10 + i), sp)
+    for _ in range(3):
+        eng.step()
+    assert eng.pool.num_in_use > 0
+    assert eng.abort("a1") and eng.abort("a2")
+    assert not eng.abort("a2")  # idempotent
+    eng.pool.check_integrity()
+    while eng.has_unfinished():
+        eng.step()
+    eng.check_integrity()
+    # abort of a request still waiting (never scheduled)
+    eng.add_request("w", [7] * 5, sp)
+    assert eng.abort("w")
+    eng.check_integrity()
+
+
+def test_abort_with_n_children(llm):
+    eng = llm.engine
+    eng.add_request("multi", [9] * 8, SamplingParams(n=3, temperature=1.0, max_tokens=40, ignore_eos=True))
+    eng.step()
+    eng.step()
+    assert eng.abort("multi")
+    eng.check_integrity()
+
+
+def test_async_engine_stream_and_cancel(tiny_llama):
+    from tachyon.config import EngineConfig
+
+    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256))
+
+    async def run():
+        sp = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+        outs = [o async for o in eng.generate([5, 6, 7, 8], sp, "s1")]
+        assert outs[-1].finished and len(outs[-1].outputs[0].token_ids) == 12
+        lens = [len(o.outputs[0].token_ids) for o in outs]
+        assert lens == sorted(lens)
+        # leave a long stream after its first output: the request is aborted, blocks freed
+        sp_long = SamplingParams(temperature=0, max_tokens=200, ignore_eos=True)
+        async for _ in eng.generate([5, 6, 7], sp_long, "s2"):
+            break
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if eng.stats().num_running == 0 and eng.stats().num_free_blocks == eng.stats().num_total_blocks:
+                break
+        assert eng.stats().num_running == 0
+        eng.check_integrity()
+        with pytest.raises(ValueError, match="prompt must not be empty"):
+            async for _ in eng.generate([], sp, "bad"):
+                pass
+        # many concurrent streams
+        results = await asyncio.gather(*[_collect(eng, [10 + i] * (3 + i), sp, f"c{i}") for i in range(10)])
+        assert all(len(r.outputs[0].token_ids) == 12 for r in results)
+
+    try:
+        asyncio.run(run())
+        eng.check_integrity()
+        assert eng.is_healthy()
+    finally:
+        eng.shutdown()
+
+
+async def _collect(eng, prompt, sp, rid):
+    last = None
+    async for o in eng.generate(prompt, sp, rid):
+        last = o
+    return last

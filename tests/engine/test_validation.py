@@ -1,0 +1,71 @@
+"""Bad input raises ValueError naming the field and the limit."""
+
+import json
+import shutil
+
+import pytest
+
+from tachyon import LLM, SamplingParams
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(max_tokens=0), "max_tokens"),
+    (dict(top_p=0.0), "top_p"),
+    (dict(top_p=1.5), "top_p"),
+    (dict(temperature=-0.1), "temperature"),
+    (dict(temperature=float("nan")), "temperature"),
+    (dict(n=0), "n must"),
+    (dict(logprobs=21), r"logprobs.*20"),
+    (dict(min_tokens=5, max_tokens=2), "min_tokens"),
+    (dict(stop=[""]), "stop"),
+])
+def test_sampling_params_reject(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SamplingParams(**kwargs)
+
+
+def test_empty_and_too_long_prompts(llm):
+    with pytest.raises(ValueError, match="prompt must not be empty"):
+        llm.generate([""], use_tqdm=False)
+    with pytest.raises(ValueError, match="prompt must not be empty"):
+        llm.generate([[]], use_tqdm=False)
+    with pytest.raises(ValueError, match=r"max_model_len \(256\)"):
+        llm.generate([[5] * 300], use_tqdm=False)
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 49152\)"):
+        llm.generate([[5, 49152]], use_tqdm=False)
+    assert not llm.engine.has_unfinished()
+
+
+def test_unknown_model_path():
+    with pytest.raises(ValueError, match="does not exist"):
+        LLM("/nonexistent/model/dir", device="cpu")
+
+
+def test_unknown_engine_argument():
+    with pytest.raises(ValueError, match="unknown engine argument"):
+        LLM(None, device="cpu", not_a_flag=1)
+
+
+def test_unsupported_architecture(tmp_path, tiny_llama):
+    d = tmp_path / "m"
+    shutil.copytree(tiny_llama, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["architectures"] = ["GPT2LMHeadModel"]
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="unsupported architecture.*GPT2LMHeadModel"):
+        LLM(str(d), device="cpu")
+
+
+def test_truncated_weight_file(tmp_path, tiny_llama):
+    d = tmp_path / "m"
+    shutil.copytree(tiny_llama, d)
+    w = d / "model.safetensors"
+    data = w.read_bytes()
+    w.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        LLM(str(d), device="cpu")
+
+
+def test_max_model_len_beyond_cache(tiny_llama):
+    with pytest.raises(ValueError, match="KV cache holds 64 tokens"):
+        LLM(tiny_llama, device="cpu", num_kv_blocks=4, block_size=16, max_model_len=128)
