@@ -21,6 +21,7 @@ from tachyon.models.loader import load_model, load_tokenizer, resolve_model
 from tachyon.sampling import CompletionOutput, Logprob, RequestMetrics, RequestOutput, SamplingParams
 
 log = logging.getLogger("tachyon.engine")
+_SEED_MASK = (1 << 63) - 1  # sampling seeds travel as int64
 
 
 @dataclass
@@ -124,7 +125,7 @@ class LLMEngine:
         for i in range(params.n):
             rid = request_id if params.n == 1 else f"{i}_{request_id}"
             child = Request(rid, ids, params, eos_token_ids=self.spec.eos_token_ids,
-                            max_model_len=self.max_model_len, sample_seed=base_seed * 1_000_003 + i,
+                            max_model_len=self.max_model_len, sample_seed=(base_seed * 1_000_003 + i) & _SEED_MASK,
                             arrival_time=arrival_time, parent_id=request_id, index=i)
             if self.tokenizer is not None and params.detokenize:
                 child.detokenizer = IncrementalDetokenizer(

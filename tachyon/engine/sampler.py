@@ -1,4 +1,4 @@
-"""Logits -> next tokens, plus logprobs. Plain torch; the reference for the GPU sampling kernels.
+"""Logits -> next tokens, plus logprobs.
 
 Contract: the token chosen for a row depends only on that row's logits, its params, its token
 history and (seed, step) — never on the rest of the batch — so seeded sampling is reproducible
@@ -12,16 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from tachyon import kernels
 from tachyon.engine.request import Request
-
-_MASK64 = (1 << 63) - 1
-
-
-def step_seed(sample_seed: int, step: int) -> int:
-    """Seed of the random draw for output position `step` (stateless: survives preemption)."""
-    x = (sample_seed * 0x9E3779B97F4A7C15 + step * 0xBF58476D1CE4E5B9 + 0x94D049BB133111EB) & _MASK64
-    x ^= x >> 31
-    return x & _MASK64
 
 
 @dataclass
@@ -45,40 +37,24 @@ def apply_penalties(logits: torch.Tensor, req: Request) -> torch.Tensor:
     return logits
 
 
-def filter_logits(logits: torch.Tensor, top_k: int, top_p: float, min_p: float) -> torch.Tensor:
-    """Mask (to -inf) tokens below the min-p floor, outside the top-k, then outside the top-p nucleus of
-    what remains (vLLM's order; each filter sees the renormalised survivors). logits: [V] fp32."""
-    if min_p > 0.0:
-        probs = logits.softmax(-1)
-        logits = logits.masked_fill(probs < min_p * probs.max(), float("-inf"))
-    if top_k and top_k < logits.shape[-1]:
-        kth = torch.topk(logits, top_k).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_logits, idx = torch.sort(logits, descending=True)
-        probs = sorted_logits.softmax(-1)
-        drop = (probs.cumsum(-1) - probs) >= top_p  # keep the shortest prefix whose mass reaches top_p
-        logits = logits.clone()
-        logits[idx[drop]] = float("-inf")
-    return logits
+def ban_stop_tokens(logits: torch.Tensor, req: Request) -> None:
+    """min_tokens: EOS and stop tokens cannot be sampled before min_tokens outputs exist (in place)."""
+    banned = [t for t in (*req.eos_token_ids, *req.params.stop_token_ids) if t < logits.shape[-1]]
+    if banned:
+        logits[banned] = float("-inf")
 
 
-def sample_row(logits: torch.Tensor, req: Request) -> int:
-    """One token for one request from its (already penalised) fp32 logits row."""
-    p = req.params
-    if req.num_output_tokens < p.min_tokens:
-        banned = [t for t in (*req.eos_token_ids, *p.stop_token_ids) if t < logits.shape[-1]]
-        if banned:
-            logits[banned] = float("-inf")
-    if p.temperature == 0.0:
-        return int(torch.argmax(logits))
-    logits = filter_logits(logits / p.temperature, p.top_k, p.top_p, p.min_p)
-    probs = logits.softmax(-1)
-    gen = torch.Generator(device=logits.device)
-    gen.manual_seed(step_seed(req.sample_seed, req.num_output_tokens))
-    # exponential race: argmax(p / E) with E ~ Exp(1) draws exactly from p
-    noise = torch.empty_like(probs).exponential_(generator=gen)
-    return int(torch.argmax(probs / noise))
+def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes."""
+    ps = [r.params for r in reqs]
+    return (
+        torch.tensor([p.temperature for p in ps], dtype=torch.float32).to(device, non_blocking=True),
+        torch.tensor([p.top_k for p in ps], dtype=torch.int32).to(device, non_blocking=True),
+        torch.tensor([p.top_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
+        torch.tensor([p.min_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
+        torch.tensor([r.sample_seed for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
+        torch.tensor([r.num_output_tokens for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
+    )
 
 
 def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
@@ -96,19 +72,26 @@ def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
 
 
 class Sampler:
+    """Penalties and min_tokens bans are applied per row here; the draw itself is `kernels.sample`
+    (Triton on GPU, its torch reference on CPU), so both paths share one definition of the filters."""
+
     def __call__(self, logits: torch.Tensor, reqs: list[Request]) -> SampleResult:
         raw = logits
         logits = logits.float()
-        if any(_needs_processing(r) for r in reqs):
+        special = [i for i, r in enumerate(reqs) if _has_penalty(r) or r.num_output_tokens < r.params.min_tokens]
+        if special:
             logits = logits.clone()
-        tokens: list[int] = []
-        all_greedy = all(_is_plain_greedy(r) for r in reqs)
-        if all_greedy:
-            tokens = torch.argmax(logits, dim=-1).tolist()
+            for i in special:
+                r = reqs[i]
+                if _has_penalty(r):
+                    apply_penalties(logits[i], r)
+                if r.num_output_tokens < r.params.min_tokens:
+                    ban_stop_tokens(logits[i], r)
+        if all(r.params.temperature == 0.0 for r in reqs):
+            token_t = torch.argmax(logits, dim=-1)
         else:
-            for i, r in enumerate(reqs):
-                row = apply_penalties(logits[i], r) if _has_penalty(r) else logits[i]
-                tokens.append(sample_row(row, r))
+            token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))
+        tokens = token_t.tolist()
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
@@ -123,11 +106,3 @@ class Sampler:
 def _has_penalty(r: Request) -> bool:
     p = r.params
     return p.repetition_penalty != 1.0 or p.presence_penalty != 0.0 or p.frequency_penalty != 0.0
-
-
-def _needs_processing(r: Request) -> bool:
-    return _has_penalty(r) or r.params.min_tokens > 0 or r.params.temperature != 0.0
-
-
-def _is_plain_greedy(r: Request) -> bool:
-    return r.params.temperature == 0.0 and not _has_penalty(r) and r.num_output_tokens >= r.params.min_tokens

@@ -175,19 +175,15 @@ def test_presence_and_frequency_penalties_formula():
 
 @pytest.mark.parametrize("top_k,top_p,min_p", [(3, 1.0, 0.0), (0, 0.6, 0.0), (0, 1.0, 0.2), (4, 0.9, 0.05)])
 def test_sampling_distribution_matches_filtered_softmax(top_k, top_p, min_p):
-    """Empirical frequencies of the sampler match the filtered distribution computed independently."""
-    from tachyon.engine.request import Request
-    from tachyon.engine.sampler import sample_row
+    """Empirical frequencies of the engine's draw match the filtered distribution computed independently
+    (top-k, then top-p over the renormalised survivors, then min-p), and the draw is seed-determined."""
+    from tachyon.kernels import sample_ref
 
     torch.manual_seed(0)
-    logits = torch.randn(12) * 1.5
-    sp = SamplingParams(temperature=0.7, top_k=top_k, top_p=top_p, min_p=min_p, max_tokens=1000, seed=1)
-    # independent oracle: apply min-p, top-k, top-p one after another on explicit probability lists
+    V, draws = 12, 3000
+    logits = torch.randn(V) * 1.5
     probs = torch.softmax(logits.double() / 0.7, -1).tolist()
-    alive = set(range(12))
-    if min_p:
-        alive = {i for i in alive if probs[i] >= min_p * max(probs)}
-    ranked = sorted(alive, key=lambda i: -probs[i])
+    ranked = sorted(range(V), key=lambda i: -probs[i])
     if top_k:
         ranked = ranked[:top_k]
     if top_p < 1.0:
@@ -199,16 +195,18 @@ def test_sampling_distribution_matches_filtered_softmax(top_k, top_p, min_p):
             kept.append(i)
             mass += probs[i] / total
         ranked = kept
-    keep = torch.zeros(12, dtype=torch.bool)
+    if min_p:
+        ranked = [i for i in ranked if probs[i] >= min_p * max(probs)]
+    keep = torch.zeros(V, dtype=torch.bool)
     keep[ranked] = True
-    target = torch.tensor([probs[i] if keep[i] else 0.0 for i in range(12)], dtype=torch.float32)
+    target = torch.tensor([probs[i] if keep[i] else 0.0 for i in range(V)], dtype=torch.float32)
     target /= target.sum()
-    req = Request("r", [1], sp, eos_token_ids=[], max_model_len=10_000, sample_seed=42)
-    counts = torch.zeros(12)
-    draws = 3000
-    for step in range(draws):
-        req.token_ids = [1] + [0] * step  # the step index drives the per-step seed
-        counts[sample_row(logits.clone(), req)] += 1
-    freq = counts / draws
+    rows = logits.expand(draws, V).contiguous()
+    full = lambda v, dt: torch.full((draws,), v, dtype=dt)  # noqa: E731
+    args = (full(0.7, torch.float32), full(top_k, torch.int32), full(top_p, torch.float32),
+            full(min_p, torch.float32), full(42, torch.int64), torch.arange(draws))
+    tokens = sample_ref(rows, *args)
+    assert torch.equal(tokens, sample_ref(rows, *args))  # same (seed, step) -> same draw
+    counts = torch.bincount(tokens, minlength=V).float()
     assert (counts[~keep] == 0).all()
-    assert (freq - target).abs().max() < 0.035
+    assert (counts / draws - target).abs().max() < 0.035
