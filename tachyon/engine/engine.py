@@ -9,8 +9,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import torch
-
 from tachyon.config import EngineConfig
 from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
@@ -58,18 +56,21 @@ class LLMEngine:
         self.model, self.spec = load_model(resolved, device=self.device, dtype=self.dtype, seed=config.seed)
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)
         self.max_model_len = self._max_model_len()
+        self.runner = ModelRunner(self.model, self.spec, block_size=config.block_size, device=self.device,
+                                  dtype=self.dtype,
+                                  max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
+                                  max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager)
         num_blocks = self._num_blocks()
         if num_blocks * config.block_size < self.max_model_len:
             raise ValueError(
                 f"the KV cache holds {num_blocks * config.block_size} tokens, fewer than max_model_len "
                 f"{self.max_model_len}: lower max_model_len or give the cache more memory")
+        self.runner.allocate_kv(num_blocks)
         self.pool = BlockPool(num_blocks, config.block_size)
         self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark)
-        self.runner = ModelRunner(self.model, self.spec, num_blocks=num_blocks, block_size=config.block_size,
-                                  device=self.device, dtype=self.dtype)
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()
         self._groups: dict[str, RequestGroup] = {}
@@ -92,8 +93,8 @@ class LLMEngine:
             return self.config.num_kv_blocks
         per_block = kv_cache_bytes_per_block(self.spec, self.config.block_size, self.dtype)
         if self.device.type == "cuda":
-            free, total = torch.cuda.mem_get_info(self.device)
-            budget = free - (1 - self.config.gpu_memory_utilization) * total
+            budget = self.runner.profile_kv_budget(self.config.max_num_batched_tokens,
+                                                   self.config.gpu_memory_utilization)
         else:
             budget = self.config.kv_cache_memory_gb * (1 << 30)
         return max(1, int(budget // per_block))

@@ -31,21 +31,88 @@ def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtyp
 
 
 class ModelRunner:
-    def __init__(self, model: torch.nn.Module, spec: ModelSpec, *, num_blocks: int, block_size: int,
-                 device: torch.device, dtype: torch.dtype):
+    """Owns the KV-cache tensors (allocated once by `allocate_kv`) and, on CUDA, the decode graphs."""
+
+    def __init__(self, model: torch.nn.Module, spec: ModelSpec, *, block_size: int, device: torch.device,
+                 dtype: torch.dtype, max_num_seqs: int, max_model_len: int, use_cuda_graphs: bool):
         self.model = model
         self.spec = spec
         self.block_size = block_size
         self.device = device
         self.dtype = dtype
-        self.num_blocks = num_blocks
-        shape = (2, num_blocks, block_size, spec.num_kv_heads, spec.head_dim)
-        self.kv_caches = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(spec.num_layers)]
-        model.bind_kv_cache(self.kv_caches)
+        self.max_num_seqs = max_num_seqs
+        self.max_model_len = max_model_len
+        self.use_cuda_graphs = use_cuda_graphs and device.type == "cuda"
+        self.kv_caches: list[torch.Tensor] = []
+        self.num_blocks = 0
         self.sampler = Sampler()
+        self.graphs = None
+
+    def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
+        shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
+        return [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.spec.num_layers)]
+
+    def _graph_runner(self):
+        from tachyon.engine.cuda_graph import DecodeGraphRunner
+
+        return DecodeGraphRunner(self.model, max_batch=self.max_num_seqs, max_model_len=self.max_model_len,
+                                 block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device)
+
+    @torch.inference_mode()
+    def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
+        """CUDA only: bytes left for the KV cache after weights, the peak activations of the largest
+        step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.model.bind_kv_cache(self._new_caches(1))
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        t = min(max_num_batched_tokens, self.max_model_len)
+        from tachyon.engine.batch import AttentionMetadata
+
+        dev = self.device
+        meta = AttentionMetadata(torch.tensor([0, t], dtype=torch.int32, device=dev),
+                                 torch.tensor([t], dtype=torch.int32, device=dev),
+                                 torch.full((t,), -1, dtype=torch.int64, device=dev),
+                                 torch.zeros(1, -(-t // self.block_size), dtype=torch.int32, device=dev),
+                                 t, t, False)
+        ids = torch.randint(0, self.spec.vocab_size, (t,), device=dev)
+        hidden = self.model(ids, torch.arange(t, device=dev), meta)
+        self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
+        torch.cuda.synchronize()
+        activation_peak = torch.cuda.max_memory_allocated() - base
+        del hidden
+        graph_bytes = 0
+        if self.use_cuda_graphs:
+            before = torch.cuda.memory_reserved()
+            probe = self._graph_runner()
+            probe.capture([probe.max_bs])
+            graph_bytes = torch.cuda.memory_reserved() - before
+            probe.release()
+            del probe
+        self.model.bind_kv_cache([])
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info(self.device)
+        budget = free - (1.0 - gpu_memory_utilization) * total - activation_peak - graph_bytes
+        self.profile = dict(activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes,
+                            free_bytes=free, total_bytes=total, kv_budget_bytes=int(budget))
+        return int(budget)
+
+    def allocate_kv(self, num_blocks: int) -> None:
+        """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA)."""
+        self.num_blocks = num_blocks
+        self.kv_caches = self._new_caches(num_blocks)
+        self.model.bind_kv_cache(self.kv_caches)
+        if self.use_cuda_graphs:
+            self.graphs = self._graph_runner()
+            self.graphs.capture()
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
+        if self.graphs is not None and self._graph_eligible(sched):
+            logits, tokens = self.graphs.run(sched.requests)
+            return StepResult(sched.requests, self.sampler(logits, sched.requests, drawn=tokens))
         batch = build_batch(sched, self.block_size, self.device)
         hidden = self.model(batch.input_ids, batch.positions, batch.meta)
         self._prompt_logprobs(sched, hidden, batch.meta.query_start_loc.tolist())
@@ -54,6 +121,14 @@ class ModelRunner:
             return StepResult([], SampleResult([], []))
         logits = self.model.compute_logits(hidden[batch.logits_rows])
         return StepResult(sampled, self.sampler(logits, sampled))
+
+    def _graph_eligible(self, sched: SchedulerOutput) -> bool:
+        if len(sched.requests) > self.graphs.max_bs:
+            return False
+        for r, n in zip(sched.requests, sched.num_new_tokens):
+            if n != 1 or r.num_computed_tokens != r.num_tokens - 1 or r.wants_prompt_logprobs():
+                return False
+        return True
 
     def _prompt_logprobs(self, sched: SchedulerOutput, hidden: torch.Tensor, qsl: list[int]) -> None:
         for i, (req, n) in enumerate(zip(sched.requests, sched.num_new_tokens)):

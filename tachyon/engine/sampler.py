@@ -75,7 +75,9 @@ class Sampler:
     """Penalties and min_tokens bans are applied per row here; the draw itself is `kernels.sample`
     (Triton on GPU, its torch reference on CPU), so both paths share one definition of the filters."""
 
-    def __call__(self, logits: torch.Tensor, reqs: list[Request]) -> SampleResult:
+    def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
+        """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
+        used unless a row needs penalties or min_tokens bans, which change the distribution."""
         raw = logits
         logits = logits.float()
         special = [i for i, r in enumerate(reqs) if _has_penalty(r) or r.num_output_tokens < r.params.min_tokens]
@@ -87,7 +89,9 @@ class Sampler:
                     apply_penalties(logits[i], r)
                 if r.num_output_tokens < r.params.min_tokens:
                     ban_stop_tokens(logits[i], r)
-        if all(r.params.temperature == 0.0 for r in reqs):
+        if drawn is not None and not special:
+            token_t = drawn
+        elif all(r.params.temperature == 0.0 for r in reqs):
             token_t = torch.argmax(logits, dim=-1)
         else:
             token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))

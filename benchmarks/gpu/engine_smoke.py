@@ -1,0 +1,113 @@
+"""GPU smoke + speed run of the Tachyon engine on dummy-weight shapes, in one process.
+
+Usage (on the GPU machine, repo root): python3 benchmarks/gpu/engine_smoke.py --out $OUT [--shapes ...]
+Prints a table; writes engine_smoke.json under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from tachyon import LLM, SamplingParams  # noqa: E402
+
+WL = Path(__file__).resolve().parents[2] / "tachyon" / "bench" / "workloads"
+
+
+def load_workload(name: str) -> list[dict]:
+    return json.loads((WL / f"{name}.json").read_text())["requests"]
+
+
+def run_workload(llm: LLM, name: str, limit: int | None = None) -> dict:
+    reqs = load_workload(name)[:limit]
+    temp, top_p = (0.7, 0.9) if name == "seed8" else (0.0, 1.0)
+    params = [SamplingParams(max_tokens=r["max_tokens"], temperature=temp, top_p=top_p, seed=i, ignore_eos=True)
+              for i, r in enumerate(reqs)]
+    prompts = [r["prompt_token_ids"] for r in reqs]
+    # warm-up (excluded)
+    llm.generate(prompts[:2], [SamplingParams(max_tokens=8, ignore_eos=True)] * 2, use_tqdm=False)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    outs = llm.generate(prompts, params, use_tqdm=False)
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    n_out = sum(len(o.outputs[0].token_ids) for o in outs)
+    assert n_out == sum(r["max_tokens"] for r in reqs), "token count mismatch"
+    ttft = [o.metrics.first_token_time - o.metrics.arrival_time for o in outs]
+    tpot = [(o.metrics.finished_time - o.metrics.first_token_time) / max(1, len(o.outputs[0].token_ids) - 1)
+            for o in outs]
+    return dict(workload=name, requests=len(reqs), output_tokens=n_out, seconds=dt, output_tok_s=n_out / dt,
+                ttft_mean_ms=1e3 * sum(ttft) / len(ttft), tpot_mean_ms=1e3 * sum(tpot) / len(tpot),
+                peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30)
+
+
+def parity(shape: str) -> dict:
+    prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
+    sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
+    fast = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16)
+    a = [o.outputs[0].token_ids for o in fast.generate(prompts, sp, use_tqdm=False)]
+    del fast
+    torch.cuda.empty_cache()
+    os.environ["TACHYON_FORCE_REF"] = "1"
+    ref = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16, enforce_eager=True)
+    b = [o.outputs[0].token_ids for o in ref.generate(prompts, sp, use_tqdm=False)]
+    del ref
+    os.environ.pop("TACHYON_FORCE_REF")
+    torch.cuda.empty_cache()
+    first_div = [next((i for i, (x, y) in enumerate(zip(p, q)) if x != y), None) for p, q in zip(a, b)]
+    return dict(shape=shape, identical=a == b, first_divergence=first_div)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
+    ap.add_argument("--workloads", default="bs1,seed8,nano256")
+    ap.add_argument("--parity", action="store_true")
+    ap.add_argument("--nano-limit", type=int, default=None)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
+               git=subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    results = dict(env=env, runs=[], parity=[])
+    for shape in args.shapes.split(","):
+        if args.parity:
+            results["parity"].append(parity(shape))
+            print(results["parity"][-1], flush=True)
+        t0 = time.perf_counter()
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=256)
+        startup = time.perf_counter() - t0
+        prof = getattr(llm.engine.runner, "profile", {})
+        print(f"{shape}: startup {startup:.1f} s, blocks {llm.engine.pool.num_blocks}, profile {prof}", flush=True)
+        for wl in args.workloads.split(","):
+            r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
+            r.update(shape=shape, startup_s=startup)
+            if wl == "bs1":
+                spec = llm.engine.spec
+                weight_bytes = (spec.num_params() - spec.vocab_size * spec.hidden_size
+                                * (0 if spec.tie_word_embeddings else 1)) * 2
+                r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
+            results["runs"].append(r)
+            print(json.dumps(r), flush=True)
+            (out / "engine_smoke.json").write_text(json.dumps(results, indent=1))
+        del llm
+        torch.cuda.empty_cache()
+    print("\nshape        workload   tok/s     TTFT ms  TPOT ms")
+    for r in results["runs"]:
+        print(f"{r['shape']:12s} {r['workload']:9s} {r['output_tok_s']:9.1f} {r['ttft_mean_ms']:8.1f} "
+              f"{r['tpot_mean_ms']:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

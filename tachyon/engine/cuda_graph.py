@@ -1,0 +1,130 @@
+"""Whole decode steps (model forward + logits + sampling) as CUDA graphs, one per batch-size bucket.
+
+Contract: the graphs read only from static device buffers owned here and write logits and tokens
+into static outputs; `run` fills the inputs for a decode-only batch (every request has exactly one
+new token), pads the batch to its bucket (padding rows store to slot -1 and are discarded) and
+replays. All host inputs of a step travel in three pinned staging buffers, one copy each.
+Graphs bake in the KV-cache tensors' addresses: capture after the cache is allocated, never free it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tachyon import kernels
+from tachyon.engine.batch import AttentionMetadata
+from tachyon.engine.request import Request
+
+BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+
+
+class DecodeGraphRunner:
+    def __init__(self, model: torch.nn.Module, *, max_batch: int, max_model_len: int, block_size: int,
+                 vocab_size: int, device: torch.device):
+        self.model = model
+        self.device = device
+        self.block_size = block_size
+        self.max_model_len = max_model_len
+        self.buckets = [b for b in BUCKETS if b < max_batch] + [max_batch]
+        self.max_bs = max_batch
+        self.max_blocks = -(-max_model_len // block_size)
+        B, MB = self.max_bs, self.max_blocks
+        # staging layouts: i64 = ids | positions | slots | seeds | steps ; i32 = seq_lens | top_k | block table
+        self._i64_host = torch.zeros(5 * B, dtype=torch.int64, pin_memory=True)
+        self._i32_host = torch.zeros(2 * B + B * MB, dtype=torch.int32, pin_memory=True)
+        self._f32_host = torch.zeros(3 * B, dtype=torch.float32, pin_memory=True)
+        self._i64_np, self._i32_np, self._f32_np = (t.numpy() for t in (self._i64_host, self._i32_host,
+                                                                         self._f32_host))
+        self._i64 = torch.zeros_like(self._i64_host, device=device)
+        self._i32 = torch.zeros_like(self._i32_host, device=device)
+        self._f32 = torch.zeros_like(self._f32_host, device=device)
+        self.input_ids, self.positions, self.slots, self.seeds, self.steps = self._i64.view(5, B)
+        self.seq_lens, self.top_k = self._i32[: 2 * B].view(2, B)
+        self.block_tables = self._i32[2 * B:].view(B, MB)
+        self.temperature, self.top_p, self.min_p = self._f32.view(3, B)
+        self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.pool = None
+
+    def _meta(self, bs: int) -> AttentionMetadata:
+        # max_seq_len = max_model_len: the kernels' launch shape must cover any context length
+        return AttentionMetadata(self.query_start_loc[: bs + 1], self.seq_lens[:bs], self.slots[:bs],
+                                 self.block_tables[:bs], 1, self.max_model_len, True)
+
+    def _step(self, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = self.model(self.input_ids[:bs], self.positions[:bs], self._meta(bs))
+        logits = self.model.compute_logits(hidden).float()
+        tokens = kernels.sample(logits, self.temperature[:bs], self.top_k[:bs], self.top_p[:bs], self.min_p[:bs],
+                                self.seeds[:bs], self.steps[:bs])
+        return logits, tokens
+
+    @torch.inference_mode()
+    def capture(self, buckets: list[int] | None = None) -> None:
+        """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
+        self._fill_padding(0, self.max_bs)
+        torch.cuda.synchronize()
+        for bs in sorted(buckets or self.buckets, reverse=True):
+            self._step(bs)  # warm-up: compiles kernels, settles the allocator
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=self.pool):
+                self.outputs[bs] = self._step(bs)
+            if self.pool is None:
+                self.pool = g.pool()
+            self.graphs[bs] = g
+        torch.cuda.synchronize()
+
+    def release(self) -> None:
+        self.graphs.clear()
+        self.outputs.clear()
+        self.pool = None
+
+    def bucket_for(self, bs: int) -> int | None:
+        for b in self.buckets:
+            if b >= bs and b in self.graphs:
+                return b
+        return None
+
+    def _fill_padding(self, start: int, end: int) -> None:
+        B = self.max_bs
+        i64, i32, f32 = self._i64_np, self._i32_np, self._f32_np
+        for k in range(5):
+            i64[k * B + start: k * B + end] = 0
+        i64[2 * B + start: 2 * B + end] = -1  # slot -1: padding rows store nothing
+        i32[start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
+        i32[B + start: B + end] = 0
+        i32[2 * B + start * self.max_blocks: 2 * B + end * self.max_blocks] = 0
+        f32[start:end] = 0.0
+        f32[B + start: B + end] = 1.0
+        f32[2 * B + start: 2 * B + end] = 0.0
+
+    def run(self, reqs: list[Request]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
+        Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run."""
+        bs = len(reqs)
+        bucket = self.bucket_for(bs)
+        B, MB, bsz = self.max_bs, self.max_blocks, self.block_size
+        i64, i32, f32 = self._i64_np, self._i32_np, self._f32_np
+        for i, r in enumerate(reqs):
+            pos = r.num_tokens - 1
+            p = r.params
+            i64[i] = r.token_ids[pos]
+            i64[B + i] = pos
+            i64[2 * B + i] = r.block_ids[pos // bsz] * bsz + pos % bsz
+            i64[3 * B + i] = r.sample_seed
+            i64[4 * B + i] = r.num_output_tokens
+            i32[i] = pos + 1
+            i32[B + i] = p.top_k
+            row = 2 * B + i * MB
+            i32[row: row + len(r.block_ids)] = r.block_ids
+            f32[i] = p.temperature
+            f32[B + i] = p.top_p
+            f32[2 * B + i] = p.min_p
+        self._fill_padding(bs, bucket)
+        self._i64.copy_(self._i64_host, non_blocking=True)
+        self._i32.copy_(self._i32_host, non_blocking=True)
+        self._f32.copy_(self._f32_host, non_blocking=True)
+        self.graphs[bucket].replay()
+        logits, tokens = self.outputs[bucket]
+        return logits[:bs], tokens[:bs]
