@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from tachyon.engine.llm import chat_prompt_ids
 from tachyon.sampling import SamplingParams
 
 DEMO_QUESTION = "What is the capital of France? Answer in one sentence."
@@ -108,9 +109,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def stream_chat_reply(llm, messages: list[dict], sp: SamplingParams, out=sys.stdout) -> tuple[str, int, float]:
     """Generate one reply, printing text as it becomes stable. Returns (text, tokens, seconds)."""
     eng = llm.engine
-    ids = eng.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
-    if isinstance(ids, dict):
-        ids = ids["input_ids"]
+    ids = chat_prompt_ids(eng.tokenizer, messages)
     rid = f"chat-{time.monotonic_ns()}"
     t0 = time.perf_counter()
     eng.add_request(rid, list(ids), sp)
@@ -170,7 +169,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     sp = SamplingParams(temperature=0.0, max_tokens=64)
     _, n, dt = stream_chat_reply(llm, [{"role": "user", "content": DEMO_QUESTION}], sp)
     print(f"[{n} tokens in {dt:.2f} s: {n / dt:.1f} tok/s, single stream]\n")
-    sp = SamplingParams(temperature=0.7, top_p=0.9, seed=0, max_tokens=64, ignore_eos=True)
+    sp = SamplingParams(temperature=0.7, top_p=0.9, seed=0, max_tokens=64)
     outs, dt, n_out = _run_batch(llm, DEMO_PROMPTS, sp, chat=True)
     for p, o in zip(DEMO_PROMPTS[:2], outs[:2]):
         print(f"### {p}\n{o.outputs[0].text.strip()}\n")

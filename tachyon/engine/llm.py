@@ -85,14 +85,19 @@ class LLM:
         convs = [messages] if messages and isinstance(messages[0], dict) else messages
         prompts = []
         for conv in convs:
-            if not conv:
-                raise ValueError("messages must not be empty")
-            ids = tok.apply_chat_template(conv, tokenize=True, add_generation_prompt=add_generation_prompt,
-                                          chat_template=chat_template)
-            if isinstance(ids, dict):  # transformers 5 returns a BatchEncoding
-                ids = ids["input_ids"]
-            prompts.append(list(ids))
+            prompts.append(chat_prompt_ids(tok, conv, add_generation_prompt, chat_template))
         return self.generate(prompts, sampling_params, use_tqdm)
+
+
+def chat_prompt_ids(tokenizer, messages: list[dict], add_generation_prompt: bool = True,
+                    chat_template: str | None = None) -> list[int]:
+    """Render a conversation with the tokenizer's chat template and tokenise it (no extra special tokens:
+    the template already holds them)."""
+    if not messages:
+        raise ValueError("messages must not be empty")
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                         chat_template=chat_template)
+    return tokenizer.encode(text, add_special_tokens=False)
 
 
 def _unwrap(p: Prompt) -> str | list[int]:
