@@ -7,6 +7,7 @@ Prints a table; writes engine_smoke.json under --out.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -34,7 +35,7 @@ def run_workload(llm: LLM, name: str, limit: int | None = None) -> dict:
               for i, r in enumerate(reqs)]
     prompts = [r["prompt_token_ids"] for r in reqs]
     # warm-up (excluded)
-    llm.generate(prompts[:2], [SamplingParams(max_tokens=8, ignore_eos=True)] * 2, use_tqdm=False)
+    llm.generate(prompts[:2], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
@@ -57,11 +58,13 @@ def parity(shape: str) -> dict:
     fast = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16)
     a = [o.outputs[0].token_ids for o in fast.generate(prompts, sp, use_tqdm=False)]
     del fast
+    gc.collect()
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
     ref = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16, enforce_eager=True)
     b = [o.outputs[0].token_ids for o in ref.generate(prompts, sp, use_tqdm=False)]
     del ref
+    gc.collect()
     os.environ.pop("TACHYON_FORCE_REF")
     torch.cuda.empty_cache()
     first_div = [next((i for i, (x, y) in enumerate(zip(p, q)) if x != y), None) for p, q in zip(a, b)]
@@ -88,7 +91,9 @@ def main() -> None:
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=256)
         startup = time.perf_counter() - t0
-        prof = getattr(llm.engine.runner, "profile", {})
+        prof = dict(getattr(llm.engine.runner, "profile", {}))
+        graphs = llm.engine.runner.graphs
+        prof["graphs"] = sorted(graphs.graphs) if graphs is not None else None
         print(f"{shape}: startup {startup:.1f} s, blocks {llm.engine.pool.num_blocks}, profile {prof}", flush=True)
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
@@ -102,6 +107,7 @@ def main() -> None:
             print(json.dumps(r), flush=True)
             (out / "engine_smoke.json").write_text(json.dumps(results, indent=1))
         del llm
+        gc.collect()
         torch.cuda.empty_cache()
     print("\nshape        workload   tok/s     TTFT ms  TPOT ms")
     for r in results["runs"]:

@@ -63,6 +63,7 @@ class DecodeGraphRunner:
     def capture(self, buckets: list[int] | None = None) -> None:
         """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
         self._fill_padding(0, self.max_bs)
+        self._upload()
         torch.cuda.synchronize()
         for bs in sorted(buckets or self.buckets, reverse=True):
             self._step(bs)  # warm-up: compiles kernels, settles the allocator
@@ -87,6 +88,8 @@ class DecodeGraphRunner:
         return None
 
     def _fill_padding(self, start: int, end: int) -> None:
+        if start >= end:
+            return
         B = self.max_bs
         i64, i32, f32 = self._i64_np, self._i32_np, self._f32_np
         for k in range(5):
@@ -98,6 +101,11 @@ class DecodeGraphRunner:
         f32[start:end] = 0.0
         f32[B + start: B + end] = 1.0
         f32[2 * B + start: 2 * B + end] = 0.0
+
+    def _upload(self) -> None:
+        self._i64.copy_(self._i64_host, non_blocking=True)
+        self._i32.copy_(self._i32_host, non_blocking=True)
+        self._f32.copy_(self._f32_host, non_blocking=True)
 
     def run(self, reqs: list[Request]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
@@ -122,9 +130,7 @@ class DecodeGraphRunner:
             f32[B + i] = p.top_p
             f32[2 * B + i] = p.min_p
         self._fill_padding(bs, bucket)
-        self._i64.copy_(self._i64_host, non_blocking=True)
-        self._i32.copy_(self._i32_host, non_blocking=True)
-        self._f32.copy_(self._f32_host, non_blocking=True)
+        self._upload()
         self.graphs[bucket].replay()
         logits, tokens = self.outputs[bucket]
         return logits[:bs], tokens[:bs]

@@ -169,8 +169,9 @@ class LLMEngine:
         return bool(self._groups)
 
     # ---- the step -----------------------------------------------------------------------------
-    def step(self) -> list[RequestOutput]:
-        """Run one scheduled batch; outputs for every request that produced a token or finished."""
+    def step(self, finished_only: bool = False) -> list[RequestOutput]:
+        """Run one scheduled batch; outputs for every request that produced a token or finished
+        (`finished_only`: only for finished ones — offline use, saves per-step host work)."""
         sched = self.scheduler.schedule()
         if not sched:
             return []
@@ -191,7 +192,7 @@ class LLMEngine:
         for req in sched.requests:  # prompt-logprob-only progress (echo) is reported at the end
             if req.finished:
                 self.scheduler.finish(req)
-        outs = [self._make_output(g) for g in touched.values()]
+        outs = [self._make_output(g) for g in touched.values() if not finished_only or g.finished]
         for o in outs:
             if o.finished:
                 g = self._groups.pop(o.request_id)

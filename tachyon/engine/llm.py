@@ -58,7 +58,7 @@ class LLM:
             bar = tqdm(total=len(ids), desc="Generating", unit="req", dynamic_ncols=True)
         try:
             while self.engine.has_unfinished():
-                for out in self.engine.step():
+                for out in self.engine.step(finished_only=True):
                     if out.finished:
                         done[out.request_id] = out
                         if bar is not None:

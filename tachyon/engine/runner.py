@@ -82,12 +82,13 @@ class ModelRunner:
         torch.cuda.synchronize()
         activation_peak = torch.cuda.max_memory_allocated() - base
         del hidden
+        torch.cuda.empty_cache()
         graph_bytes = 0
         if self.use_cuda_graphs:
             before = torch.cuda.memory_reserved()
             probe = self._graph_runner()
             probe.capture([probe.max_bs])
-            graph_bytes = torch.cuda.memory_reserved() - before
+            graph_bytes = max(0, torch.cuda.memory_reserved() - before)
             probe.release()
             del probe
         self.model.bind_kv_cache([])

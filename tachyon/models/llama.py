@@ -97,7 +97,10 @@ class DecoderForCausalLM(nn.Module):
         self.lm_head = None if spec.tie_word_embeddings else Linear(spec.hidden_size, spec.vocab_size)
 
     def bind_kv_cache(self, kv_caches: list[torch.Tensor]) -> None:
-        """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them."""
+        """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them.
+        An empty list unbinds (drops the model's references)."""
+        if not kv_caches:
+            kv_caches = [None] * len(self.layers)
         if len(kv_caches) != len(self.layers):
             raise ValueError(f"expected {len(self.layers)} KV-cache tensors, got {len(kv_caches)}")
         for layer, cache in zip(self.layers, kv_caches):
