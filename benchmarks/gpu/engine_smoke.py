@@ -62,13 +62,24 @@ def parity(shape: str) -> dict:
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
     ref = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16, enforce_eager=True)
-    b = [o.outputs[0].token_ids for o in ref.generate(prompts, sp, use_tqdm=False)]
+    ref_out = ref.generate(prompts, sp.clone(logprobs=2), use_tqdm=False)
+    b = [o.outputs[0].token_ids for o in ref_out]
     del ref
     gc.collect()
     os.environ.pop("TACHYON_FORCE_REF")
     torch.cuda.empty_cache()
     first_div = [next((i for i, (x, y) in enumerate(zip(p, q)) if x != y), None) for p, q in zip(a, b)]
-    return dict(shape=shape, identical=a == b, first_divergence=first_div)
+    # at a divergence, the reference's top-2 log-prob gap: a bf16 near-tie if it is tiny
+    gaps = []
+    for k, i in enumerate(first_div):
+        if i is None:
+            gaps.append(None)
+            continue
+        top = sorted(ref_out[k].outputs[0].logprobs[i].values(), key=lambda lp: -lp.logprob)[:2]
+        fast_tok_is_ref_second = a[k][i] in ref_out[k].outputs[0].logprobs[i] and a[k][i] != b[k][i]
+        gaps.append(dict(pos=i, top2_logprob_gap=top[0].logprob - top[1].logprob,
+                         fast_token_in_ref_top2=fast_tok_is_ref_second))
+    return dict(shape=shape, identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
 
 
 def main() -> None:
@@ -78,6 +89,7 @@ def main() -> None:
     ap.add_argument("--workloads", default="bs1,seed8,nano256")
     ap.add_argument("--parity", action="store_true")
     ap.add_argument("--nano-limit", type=int, default=None)
+    ap.add_argument("--no-overlap", action="store_true")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -89,7 +101,8 @@ def main() -> None:
             results["parity"].append(parity(shape))
             print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=256)
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=256,
+                  overlap_scheduling=not args.no_overlap)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
         graphs = llm.engine.runner.graphs
@@ -97,7 +110,7 @@ def main() -> None:
         print(f"{shape}: startup {startup:.1f} s, blocks {llm.engine.pool.num_blocks}, profile {prof}", flush=True)
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
-            r.update(shape=shape, startup_s=startup)
+            r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap)
             if wl == "bs1":
                 spec = llm.engine.spec
                 weight_bytes = (spec.num_params() - spec.vocab_size * spec.hidden_size
@@ -105,7 +118,7 @@ def main() -> None:
                 r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
-            (out / "engine_smoke.json").write_text(json.dumps(results, indent=1))
+            (out / f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}.json").write_text(json.dumps(results, indent=1))
         del llm
         gc.collect()
         torch.cuda.empty_cache()

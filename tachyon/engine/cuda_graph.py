@@ -20,8 +20,9 @@ BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384
 
 class DecodeGraphRunner:
     def __init__(self, model: torch.nn.Module, *, max_batch: int, max_model_len: int, block_size: int,
-                 vocab_size: int, device: torch.device):
+                 vocab_size: int, device: torch.device, last_tokens: torch.Tensor):
         self.model = model
+        self.last_tokens = last_tokens  # [>= max_batch] int64, shared with the runner (overlap feed)
         self.device = device
         self.block_size = block_size
         self.max_model_len = max_model_len
@@ -29,8 +30,8 @@ class DecodeGraphRunner:
         self.max_bs = max_batch
         self.max_blocks = -(-max_model_len // block_size)
         B, MB = self.max_bs, self.max_blocks
-        # staging layouts: i64 = ids | positions | slots | seeds | steps ; i32 = seq_lens | top_k | block table
-        self._i64_host = torch.zeros(5 * B, dtype=torch.int64, pin_memory=True)
+        # staging layouts: i64 = ids | positions | slots | seeds | steps | src ; i32 = seq_lens | top_k | table
+        self._i64_host = torch.zeros(6 * B, dtype=torch.int64, pin_memory=True)
         self._i32_host = torch.zeros(2 * B + B * MB, dtype=torch.int32, pin_memory=True)
         self._f32_host = torch.zeros(3 * B, dtype=torch.float32, pin_memory=True)
         self._i64_np, self._i32_np, self._f32_np = (t.numpy() for t in (self._i64_host, self._i32_host,
@@ -38,7 +39,7 @@ class DecodeGraphRunner:
         self._i64 = torch.zeros_like(self._i64_host, device=device)
         self._i32 = torch.zeros_like(self._i32_host, device=device)
         self._f32 = torch.zeros_like(self._f32_host, device=device)
-        self.input_ids, self.positions, self.slots, self.seeds, self.steps = self._i64.view(5, B)
+        self.input_ids, self.positions, self.slots, self.seeds, self.steps, self.src = self._i64.view(6, B)
         self.seq_lens, self.top_k = self._i32[: 2 * B].view(2, B)
         self.block_tables = self._i32[2 * B:].view(B, MB)
         self.temperature, self.top_p, self.min_p = self._f32.view(3, B)
@@ -53,10 +54,14 @@ class DecodeGraphRunner:
                                  self.block_tables[:bs], 1, self.max_model_len, True)
 
     def _step(self, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
-        hidden = self.model(self.input_ids[:bs], self.positions[:bs], self._meta(bs))
+        # a row whose input token is still on the device (src >= 0) reads it from the last step's output
+        src = self.src[:bs]
+        ids = torch.where(src >= 0, self.last_tokens[src.clamp(min=0)], self.input_ids[:bs])
+        hidden = self.model(ids, self.positions[:bs], self._meta(bs))
         logits = self.model.compute_logits(hidden).float()
         tokens = kernels.sample(logits, self.temperature[:bs], self.top_k[:bs], self.top_p[:bs], self.min_p[:bs],
                                 self.seeds[:bs], self.steps[:bs])
+        self.last_tokens[:bs].copy_(tokens)
         return logits, tokens
 
     @torch.inference_mode()
@@ -95,6 +100,7 @@ class DecodeGraphRunner:
         for k in range(5):
             i64[k * B + start: k * B + end] = 0
         i64[2 * B + start: 2 * B + end] = -1  # slot -1: padding rows store nothing
+        i64[5 * B + start: 5 * B + end] = -1
         i32[start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
         i32[B + start: B + end] = 0
         i32[2 * B + start * self.max_blocks: 2 * B + end * self.max_blocks] = 0
@@ -107,8 +113,9 @@ class DecodeGraphRunner:
         self._i32.copy_(self._i32_host, non_blocking=True)
         self._f32.copy_(self._f32_host, non_blocking=True)
 
-    def run(self, reqs: list[Request]) -> tuple[torch.Tensor, torch.Tensor]:
+    def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
+        `src_rows[i] >= 0`: request i's input token is the previous step's output at that row.
         Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run."""
         bs = len(reqs)
         bucket = self.bucket_for(bs)
@@ -121,7 +128,8 @@ class DecodeGraphRunner:
             i64[B + i] = pos
             i64[2 * B + i] = r.block_ids[pos // bsz] * bsz + pos % bsz
             i64[3 * B + i] = r.sample_seed
-            i64[4 * B + i] = r.num_output_tokens
+            i64[4 * B + i] = r.num_sampled
+            i64[5 * B + i] = src_rows[i]
             i32[i] = pos + 1
             i32[B + i] = p.top_k
             row = 2 * B + i * MB

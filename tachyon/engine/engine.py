@@ -14,7 +14,7 @@ from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
 from tachyon.engine.runner import ModelRunner, kv_cache_bytes_per_block
-from tachyon.engine.scheduler import Scheduler
+from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
 from tachyon.sampling import CompletionOutput, Logprob, RequestMetrics, RequestOutput, SamplingParams
 
@@ -71,6 +71,8 @@ class LLMEngine:
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark)
+        self.overlap = config.overlap_scheduling
+        self._pending = None  # the launched decode step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()
         self._groups: dict[str, RequestGroup] = {}
@@ -171,26 +173,59 @@ class LLMEngine:
     # ---- the step -----------------------------------------------------------------------------
     def step(self, finished_only: bool = False) -> list[RequestOutput]:
         """Run one scheduled batch; outputs for every request that produced a token or finished
-        (`finished_only`: only for finished ones — offline use, saves per-step host work)."""
+        (`finished_only`: only for finished ones — offline use, saves per-step host work).
+
+        Overlap scheduling: a pure decode batch is launched asynchronously and the previous launched
+        step's tokens are processed on the host while it runs; its outputs appear one call later.
+        Requests finished by those tokens computed one wasted token, which is discarded."""
         sched = self.scheduler.schedule()
-        if not sched:
-            return []
         now = time.time()
         for req in sched.requests:
             if req.first_scheduled_time is None:
                 req.first_scheduled_time = now
+        if sched and self.overlap and self.runner.can_launch(sched):
+            pending = self.runner.launch(sched)
+            for req in sched.requests:
+                req.num_computed_tokens += 1
+                req.add_placeholder()
+            outs = self._drain(finished_only)
+            self._pending = pending
+            return outs
+        outs = self._drain(finished_only)
+        live = [(r, n) for r, n in zip(sched.requests, sched.num_new_tokens) if not r.finished]
+        if not live:
+            return outs
+        if len(live) < len(sched.requests):
+            sched = SchedulerOutput([r for r, _ in live], [n for _, n in live])
         result = self.runner.execute(sched)
         for req, n in zip(sched.requests, sched.num_new_tokens):
             req.num_computed_tokens += n
+        return outs + self._process(sched.requests, result.sampled, result.result.token_ids,
+                                    result.result.logprobs, finished_only, fill=False)
+
+    def _drain(self, finished_only: bool) -> list[RequestOutput]:
+        """Process the tokens of the launched step still in flight, if any."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return []
+        tokens = pending.tokens()
+        return self._process(pending.requests, pending.requests, tokens, [None] * len(tokens), finished_only,
+                             fill=True)
+
+    def _process(self, scheduled: list[Request], sampled: list[Request], tokens: list[int], logprobs: list,
+                 finished_only: bool, fill: bool) -> list[RequestOutput]:
         now = time.time()
         touched: dict[str, RequestGroup] = {}
-        for j, req in enumerate(result.sampled):
-            self._append(req, result.result.token_ids[j], result.result.logprobs[j], now)
+        for req, tok, lp in zip(sampled, tokens, logprobs):
+            if req.finished:  # aborted, or ended by a token processed earlier: discard
+                continue
+            self._append(req, tok, lp, now, fill)
             g = self._groups.get(req.parent_id)
             if g is not None:
                 touched[g.request_id] = g
-        for req in sched.requests:  # prompt-logprob-only progress (echo) is reported at the end
+        for req in scheduled:  # prompt-logprob-only progress (echo) is reported at the end
             if req.finished:
+                req.drop_placeholders()
                 self.scheduler.finish(req)
         outs = [self._make_output(g) for g in touched.values() if not finished_only or g.finished]
         for o in outs:
@@ -200,8 +235,11 @@ class LLMEngine:
                     self._children.pop(c.request_id, None)
         return outs
 
-    def _append(self, req: Request, token: int, lp, now: float) -> None:
-        req.append_token(token)
+    def _append(self, req: Request, token: int, lp, now: float, fill: bool = False) -> None:
+        if fill:
+            req.fill_placeholder(token)
+        else:
+            req.append_token(token)
         self.generation_tokens_total += 1
         if req.first_token_time is None:
             req.first_token_time = now

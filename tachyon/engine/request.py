@@ -11,6 +11,8 @@ import time
 
 from tachyon.sampling import Logprob, SamplingParams
 
+PLACEHOLDER = -1  # an output token sampled on the device whose value the host has not read yet
+
 
 class RequestStatus(enum.Enum):
     WAITING = "waiting"
@@ -38,7 +40,8 @@ class Request:
         self.eos_token_ids = eos_token_ids
         self.sample_seed = sample_seed  # per-step sampling seeds derive from this (batch-independent)
         self.max_tokens = min(params.max_tokens or max_model_len, max_model_len - len(prompt_token_ids))
-        self.token_ids: list[int] = list(prompt_token_ids)
+        self.token_ids: list[int] = list(prompt_token_ids)  # may end in `num_pending` PLACEHOLDERs
+        self.num_pending = 0
         self.num_computed_tokens = 0
         self.block_ids: list[int] = []
         self.status = RequestStatus.WAITING
@@ -64,11 +67,21 @@ class Request:
 
     @property
     def output_token_ids(self) -> list[int]:
-        return self.token_ids[self.num_prompt_tokens:]
+        return self.token_ids[self.num_prompt_tokens: len(self.token_ids) - self.num_pending]
 
     @property
     def num_output_tokens(self) -> int:
+        """Real (host-known) output tokens; excludes pending placeholders."""
+        return len(self.token_ids) - len(self.prompt_token_ids) - self.num_pending
+
+    @property
+    def num_sampled(self) -> int:
+        """Output tokens sampled so far, pending ones included: the step index of the next draw."""
         return len(self.token_ids) - len(self.prompt_token_ids)
+
+    @property
+    def last_token(self) -> int:
+        return self.token_ids[len(self.token_ids) - self.num_pending - 1]
 
     @property
     def finished(self) -> bool:
@@ -84,16 +97,31 @@ class Request:
     def append_token(self, token_id: int) -> None:
         self.token_ids.append(token_id)
 
+    def add_placeholder(self) -> None:
+        self.token_ids.append(PLACEHOLDER)
+        self.num_pending += 1
+
+    def fill_placeholder(self, token_id: int) -> None:
+        """The oldest pending token's value has arrived from the device."""
+        self.token_ids[len(self.token_ids) - self.num_pending] = token_id
+        self.num_pending -= 1
+
+    def drop_placeholders(self) -> None:
+        """A finished request forgets tokens sampled after its end (overlap ran one step ahead)."""
+        if self.num_pending:
+            del self.token_ids[-self.num_pending:]
+            self.num_pending = 0
+
     def stop_token_hit(self) -> bool:
         """True if the token just appended is EOS (unless ignore_eos) or a stop token, past min_tokens."""
         if self.num_output_tokens < self.params.min_tokens:
             return False
-        last = self.token_ids[-1]
+        last = self.last_token
         return (not self.params.ignore_eos and last in self.eos_token_ids) or last in self.params.stop_token_ids
 
     def check_stop(self, stop_string: str | None) -> None:
         """Decide whether the token just appended ends the request (vLLM's order of checks)."""
-        last = self.token_ids[-1]
+        last = self.last_token
         if self.stop_token_hit():
             self.status = RequestStatus.FINISHED_STOPPED
             is_eos = not self.params.ignore_eos and last in self.eos_token_ids

@@ -11,12 +11,27 @@ from dataclasses import dataclass
 
 import torch
 
+from tachyon import kernels
 from tachyon.engine.batch import build_batch
 from tachyon.engine.request import Request
-from tachyon.engine.sampler import Sampler, SampleResult
+from tachyon.engine.sampler import Sampler, SampleResult, sampling_tensors
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 from tachyon.sampling import Logprob
+
+
+@dataclass
+class PendingStep:
+    """A launched decode step whose sampled tokens are still in flight to the host."""
+
+    requests: list[Request]
+    host_tokens: torch.Tensor
+    event: torch.cuda.Event | None
+
+    def tokens(self) -> list[int]:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.host_tokens.tolist()
 
 
 @dataclass
@@ -47,6 +62,13 @@ class ModelRunner:
         self.num_blocks = 0
         self.sampler = Sampler()
         self.graphs = None
+        # overlap feed: the last decode step's sampled tokens stay on the device; rows by request
+        self.last_tokens = torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, device=device)
+        self._prev_rows: dict[int, int] = {}
+        pin = device.type == "cuda"
+        self._host_tokens = [torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, pin_memory=pin) for _ in range(2)]
+        self._flip = 0
+        self.num_launched = 0  # overlapped decode steps (for tests and stats)
 
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -56,7 +78,8 @@ class ModelRunner:
         from tachyon.engine.cuda_graph import DecodeGraphRunner
 
         return DecodeGraphRunner(self.model, max_batch=self.max_num_seqs, max_model_len=self.max_model_len,
-                                 block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device)
+                                 block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                 last_tokens=self.last_tokens)
 
     @torch.inference_mode()
     def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
@@ -111,8 +134,10 @@ class ModelRunner:
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
-        if self.graphs is not None and self._graph_eligible(sched):
-            logits, tokens = self.graphs.run(sched.requests)
+        """Synchronous step: inputs and outputs all on the host (no pending placeholders allowed)."""
+        self._prev_rows = {}
+        if self.graphs is not None and self._graph_eligible(sched):  # sync path: inputs all on the host
+            logits, tokens = self.graphs.run(sched.requests, [-1] * len(sched.requests))
             return StepResult(sched.requests, self.sampler(logits, sched.requests, drawn=tokens))
         batch = build_batch(sched, self.block_size, self.device)
         hidden = self.model(batch.input_ids, batch.positions, batch.meta)
@@ -123,8 +148,53 @@ class ModelRunner:
         logits = self.model.compute_logits(hidden[batch.logits_rows])
         return StepResult(sampled, self.sampler(logits, sampled))
 
+    def can_launch(self, sched: SchedulerOutput) -> bool:
+        """Overlap-eligible: a pure decode batch whose sampling needs no host-side logits work."""
+        if not self._graph_eligible(sched):
+            return False
+        for r in sched.requests:
+            p = r.params
+            if (p.logprobs is not None or p.repetition_penalty != 1.0 or p.presence_penalty or p.frequency_penalty
+                    or r.num_sampled < p.min_tokens):
+                return False
+            if r.num_pending and id(r) not in self._prev_rows:
+                return False
+        return True
+
+    @torch.inference_mode()
+    def launch(self, sched: SchedulerOutput) -> PendingStep:
+        """Asynchronous decode step (overlap scheduling): a request whose last token is still pending takes
+        it from the previous step's device output. Returns at once; `PendingStep.tokens()` waits."""
+        reqs = sched.requests
+        bs = len(reqs)
+        self.num_launched += 1
+        src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in reqs]
+        if self.graphs is not None:
+            self.graphs.run(reqs, src)  # the graph itself writes last_tokens[:bs]
+        else:
+            batch = build_batch(sched, self.block_size, self.device)
+            src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
+            ids = torch.where(src_t >= 0, self.last_tokens[src_t.clamp(min=0)], batch.input_ids)
+            hidden = self.model(ids, batch.positions, batch.meta)
+            logits = self.model.compute_logits(hidden).float()
+            if all(r.params.temperature == 0.0 for r in reqs):
+                tokens = torch.argmax(logits, dim=-1)
+            else:
+                tokens = kernels.sample(logits, *sampling_tensors(reqs, self.device))
+            self.last_tokens[:bs].copy_(tokens)
+        self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
+        host = self._host_tokens[self._flip]
+        self._flip ^= 1
+        host[:bs].copy_(self.last_tokens[:bs], non_blocking=True)
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        return PendingStep(list(reqs), host[:bs], event)
+
     def _graph_eligible(self, sched: SchedulerOutput) -> bool:
-        if len(sched.requests) > self.graphs.max_bs:
+        """Pure decode batch (one new token per request, no prompt logprobs) that a graph can run."""
+        if len(sched.requests) > (self.graphs.max_bs if self.graphs is not None else self.max_num_seqs):
             return False
         for r, n in zip(sched.requests, sched.num_new_tokens):
             if n != 1 or r.num_computed_tokens != r.num_tokens - 1 or r.wants_prompt_logprobs():

@@ -53,7 +53,7 @@ def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.T
         torch.tensor([p.top_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([p.min_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([r.sample_seed for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
-        torch.tensor([r.num_output_tokens for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
+        torch.tensor([r.num_sampled for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
     )
 
 

@@ -32,6 +32,7 @@ ENGINE_SETUPS = {
     "default": dict(),
     "chunked": dict(max_num_batched_tokens=7, block_size=4),
     "preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64),
+    "sync-preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64, overlap_scheduling=False),
 }
 
 
@@ -45,6 +46,8 @@ def test_greedy_matches_transformers(arch_case, setup):
     outs = llm.generate(prompts, GREEDY, use_tqdm=False)
     got = [o.outputs[0].token_ids for o in outs]
     assert got == expected
-    if setup == "preempt":
+    if "preempt" in setup:
         assert llm.engine.scheduler.num_preemptions > 0, "the small cache should have forced preemption"
+    launched = llm.engine.runner.num_launched
+    assert (launched == 0) if setup.startswith("sync") else (launched > 0), "overlap path use"
     llm.engine.check_integrity()
