@@ -118,7 +118,8 @@ def main() -> None:
                 r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
-            (out / f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}.json").write_text(json.dumps(results, indent=1))
+            name = f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}.json"
+            (out / name).write_text(json.dumps(results, indent=1))
         del llm
         gc.collect()
         torch.cuda.empty_cache()
