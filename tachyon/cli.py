@@ -32,7 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    rc = args.func(args)
+    try:
+        rc = args.func(args)
+    except ValueError as e:  # bad input: one clear line, no traceback
+        print(f"tachyon {args.command}: error: {e}", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 
