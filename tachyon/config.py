@@ -38,7 +38,7 @@ class EngineConfig:
     num_kv_blocks: int | None = None
     kv_cache_memory_gb: float = 1.0
     gpu_memory_utilization: float = 0.9
-    max_num_seqs: int = 256
+    max_num_seqs: int = 512
     max_num_batched_tokens: int = 2048
     enable_chunked_prefill: bool = True
     watermark: float = 0.01

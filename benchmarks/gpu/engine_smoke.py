@@ -52,16 +52,16 @@ def run_workload(llm: LLM, name: str, limit: int | None = None) -> dict:
                 peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30)
 
 
-def parity(shape: str) -> dict:
+def parity(shape: str, dtype: str = "bfloat16") -> dict:
     prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
     sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
-    fast = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16)
+    fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16)
     a = [o.outputs[0].token_ids for o in fast.generate(prompts, sp, use_tqdm=False)]
     del fast
     gc.collect()
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
-    ref = LLM(shape, load_format="dummy", max_model_len=4096, max_num_seqs=16, enforce_eager=True)
+    ref = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, enforce_eager=True)
     ref_out = ref.generate(prompts, sp.clone(logprobs=2), use_tqdm=False)
     b = [o.outputs[0].token_ids for o in ref_out]
     del ref
@@ -79,7 +79,7 @@ def parity(shape: str) -> dict:
         fast_tok_is_ref_second = a[k][i] in ref_out[k].outputs[0].logprobs[i] and a[k][i] != b[k][i]
         gaps.append(dict(pos=i, top2_logprob_gap=top[0].logprob - top[1].logprob,
                          fast_token_in_ref_top2=fast_tok_is_ref_second))
-    return dict(shape=shape, identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
+    return dict(shape=shape, dtype=dtype, identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
 
 
 def main() -> None:
@@ -88,21 +88,25 @@ def main() -> None:
     ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
     ap.add_argument("--workloads", default="bs1,seed8,nano256")
     ap.add_argument("--parity", action="store_true")
+    ap.add_argument("--parity-dtypes", default="bfloat16")
+    ap.add_argument("--max-num-seqs", type=int, default=512)
     ap.add_argument("--nano-limit", type=int, default=None)
     ap.add_argument("--no-overlap", action="store_true")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     env = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
-               git=subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+               git=os.environ.get("GIT_SHA") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                                                               text=True).stdout.strip())
     results = dict(env=env, runs=[], parity=[])
     for shape in args.shapes.split(","):
         if args.parity:
-            results["parity"].append(parity(shape))
-            print(results["parity"][-1], flush=True)
+            for dt in args.parity_dtypes.split(","):
+                results["parity"].append(parity(shape, dt))
+                print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=256,
-                  overlap_scheduling=not args.no_overlap)
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
+                  max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
         graphs = llm.engine.runner.graphs
