@@ -1,0 +1,94 @@
+"""OpenAI request fields -> `SamplingParams`, enforcing the server's caps with clear 400s.
+
+Every refusal names the field and the limit. `SamplingParams` re-validates values (NaN, ranges)
+and its `ValueError` becomes a 400 naming the same field.
+"""
+
+from __future__ import annotations
+
+from tachyon.sampling import SamplingParams
+from tachyon.serving.config import ServerConfig
+from tachyon.serving.errors import bad_request
+from tachyon.serving.preprocess import context_error
+from tachyon.serving.protocol import ChatCompletionRequest, CompletionRequest
+from tachyon.serving.registry import ServedModel
+
+_SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
+
+
+def _stop_list(stop: str | list[str] | None, cfg: ServerConfig) -> list[str]:
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if len(stops) > cfg.max_stop:
+        raise bad_request(f"stop: at most {cfg.max_stop} sequences are allowed, got {len(stops)}", "stop")
+    for s in stops:
+        if not s:
+            raise bad_request("stop: sequences must be non-empty strings", "stop")
+        if len(s) > cfg.max_stop_len:
+            raise bad_request(f"stop: each sequence must be at most {cfg.max_stop_len} characters", "stop")
+    return stops
+
+
+def check_n(n: int, num_prompts: int, cfg: ServerConfig) -> None:
+    if not 1 <= n <= cfg.max_n:
+        raise bad_request(f"n must be between 1 and {cfg.max_n}, got {n}", "n")
+    if num_prompts > cfg.max_prompts:
+        raise bad_request(f"prompt: at most {cfg.max_prompts} prompts per request, got {num_prompts}", "prompt")
+
+
+def resolve_max_tokens(requested: int | None, prompt_len: int, model: ServedModel, *, allow_zero: bool = False) -> int:
+    """Completion budget: the request's, or all the context left; 400 when it cannot fit."""
+    room = model.max_model_len - prompt_len
+    if requested is None:
+        if room < 1:
+            raise context_error(model, prompt_len)
+        return room
+    if requested < (0 if allow_zero else 1):
+        raise bad_request(f"max_tokens must be at least {0 if allow_zero else 1}, got {requested}", "max_tokens")
+    if prompt_len + requested > model.max_model_len:
+        raise context_error(model, prompt_len, requested)
+    return requested
+
+
+def check_logprobs(value: int | None, name: str, cfg: ServerConfig) -> None:
+    if value is not None and not 0 <= value <= cfg.max_logprobs:
+        raise bad_request(f"{name} must be between 0 and {cfg.max_logprobs}, got {value}", name)
+
+
+def build_params(
+    req: ChatCompletionRequest | CompletionRequest,
+    cfg: ServerConfig,
+    *,
+    max_tokens: int,
+    logprobs: int | None,
+    prompt_logprobs: int | None = None,
+) -> SamplingParams:
+    if req.seed is not None and not _SEED_MIN <= req.seed <= _SEED_MAX:
+        raise bad_request("seed must fit in 64 bits", "seed")
+    if req.stop_token_ids is not None and len(req.stop_token_ids) > 64:
+        raise bad_request("stop_token_ids: at most 64 ids are allowed", "stop_token_ids")
+    if req.min_tokens < 0 or req.min_tokens > max_tokens:
+        raise bad_request(f"min_tokens must be between 0 and max_tokens ({max_tokens})", "min_tokens")
+    try:
+        return SamplingParams(
+            n=req.n,
+            temperature=1.0 if req.temperature is None else req.temperature,
+            top_p=1.0 if req.top_p is None else req.top_p,
+            top_k=0 if req.top_k is None else req.top_k,
+            min_p=0.0 if req.min_p is None else req.min_p,
+            presence_penalty=req.presence_penalty or 0.0,
+            frequency_penalty=req.frequency_penalty or 0.0,
+            repetition_penalty=1.0 if req.repetition_penalty is None else req.repetition_penalty,
+            seed=req.seed,
+            stop=_stop_list(req.stop, cfg),
+            stop_token_ids=list(req.stop_token_ids or []),
+            include_stop_str_in_output=req.include_stop_str_in_output,
+            ignore_eos=req.ignore_eos,
+            max_tokens=max_tokens,
+            min_tokens=req.min_tokens,
+            logprobs=logprobs,
+            prompt_logprobs=prompt_logprobs,
+            skip_special_tokens=req.skip_special_tokens,
+        )
+    except ValueError as e:
+        msg = str(e)
+        raise bad_request(msg[:300], msg.split(" ", 1)[0]) from None

@@ -1,0 +1,133 @@
+"""Prompts -> token ids, off the event loop.
+
+Chat templating and tokenisation run in a small thread pool (the Rust tokenizer's batch call
+releases the GIL), so a multi-megabyte prompt never stalls /health. Before any of that, a prompt
+whose character count alone proves it cannot fit the context is refused without tokenising it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from tachyon.serving.errors import APIError, bad_request
+from tachyon.serving.protocol import ChatMessage
+from tachyon.serving.registry import ServedModel
+
+_limiter: anyio.CapacityLimiter | None = None
+
+
+def _pool() -> anyio.CapacityLimiter:
+    global _limiter
+    if _limiter is None:
+        _limiter = anyio.CapacityLimiter(4)
+    return _limiter
+
+
+def context_error(model: ServedModel, prompt_tokens: int | None, max_tokens: int | None = None) -> APIError:
+    got = "more than that" if prompt_tokens is None else f"{prompt_tokens} prompt tokens"
+    extra = f" plus max_tokens={max_tokens}" if max_tokens else ""
+    return APIError(
+        400,
+        f"This model's maximum context length is {model.max_model_len} tokens; the request "
+        f"has {got}{extra}. Shorten the prompt or lower max_tokens.",
+        param="max_tokens" if max_tokens else "prompt",
+        code="context_length_exceeded",
+    )
+
+
+def _check_chars(model: ServedModel, num_chars: int) -> None:
+    # No token spans more than max_token_chars characters, so this many characters need more tokens.
+    if num_chars > model.max_token_chars * model.max_model_len:
+        raise context_error(model, None)
+
+
+def _encode(model: ServedModel, text: str, add_special_tokens: bool) -> list[int]:
+    backend = getattr(model.tokenizer, "_tokenizer", None)
+    if backend is not None and hasattr(backend, "encode_batch"):
+        return list(backend.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids)
+    return list(model.tokenizer.encode(text, add_special_tokens=add_special_tokens))
+
+
+async def encode(model: ServedModel, text: str, add_special_tokens: bool = True) -> list[int]:
+    _check_chars(model, len(text))
+    if len(text) < 2048:
+        return _encode(model, text, add_special_tokens)
+    return await anyio.to_thread.run_sync(_encode, model, text, add_special_tokens, limiter=_pool())
+
+
+def _message_dicts(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    out = []
+    for i, m in enumerate(messages):
+        content = m.content
+        if isinstance(content, list):
+            texts = []
+            for part in content:
+                if part.type != "text" or part.text is None:
+                    raise bad_request(
+                        f"messages[{i}].content: only text parts are supported",
+                        param=f"messages[{i}].content",
+                    )
+                texts.append(part.text)
+            content = "".join(texts)
+        d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": content or ""}
+        if m.name:
+            d["name"] = m.name
+        out.append(d)
+    return out
+
+
+def _render(
+    model: ServedModel,
+    messages: list[dict[str, Any]],
+    add_generation_prompt: bool,
+    continue_final: bool,
+    kwargs: dict[str, Any],
+) -> str:
+    try:
+        return model.tokenizer.apply_chat_template(
+            messages,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt and not continue_final,
+            continue_final_message=continue_final,
+            **kwargs,
+        )
+    except ValueError as e:
+        raise bad_request(f"chat template: {str(e)[:200]}", param="messages") from None
+    except Exception as e:  # jinja TemplateError from `raise_exception` in the template
+        raise bad_request(f"chat template error ({type(e).__name__})", param="messages") from None
+
+
+async def chat_prompt(
+    model: ServedModel,
+    messages: list[ChatMessage],
+    *,
+    add_generation_prompt: bool = True,
+    continue_final: bool = False,
+    template_kwargs: dict[str, Any] | None = None,
+) -> list[int]:
+    """Token ids of the chat-templated conversation (the template supplies special tokens)."""
+    dicts = _message_dicts(messages)
+    total = sum(len(d["content"]) for d in dicts)
+    _check_chars(model, total)
+    kwargs = {k: v for k, v in (template_kwargs or {}).items() if k not in ("tokenize", "conversation")}
+    if total < 2048:
+        text = _render(model, dicts, add_generation_prompt, continue_final, kwargs)
+    else:
+        text = await anyio.to_thread.run_sync(
+            _render, model, dicts, add_generation_prompt, continue_final, kwargs, limiter=_pool()
+        )
+    return await encode(model, text, add_special_tokens=False)
+
+
+def check_token_ids(model: ServedModel, ids: list[int], param: str) -> None:
+    if not ids:
+        raise bad_request(f"{param} must not be empty", param=param)
+    bad = next((t for t in ids if t >= model.vocab_size), None)
+    if bad is not None:
+        raise bad_request(f"{param}: token id {bad} is out of range [0, {model.vocab_size})", param=param)
+
+
+def decode(model: ServedModel, ids: list[int], skip_special_tokens: bool = False) -> str:
+    return model.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)

@@ -1,0 +1,181 @@
+"""POST /v1/chat/completions: OpenAI chat completions, streaming (SSE) and not."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from tachyon.sampling import RequestOutput
+from tachyon.serving.api import Call, SSEResponse, parse_body, serve_call, until_disconnect
+from tachyon.serving.errors import APIError
+from tachyon.serving.formatting import DONE, chat_logprobs, sse, usage
+from tachyon.serving.generation import Generation
+from tachyon.serving.params import build_params, check_logprobs, check_n, resolve_max_tokens
+from tachyon.serving.preprocess import chat_prompt
+from tachyon.serving.protocol import ChatCompletionRequest
+from tachyon.serving.registry import ServedModel
+
+router = APIRouter()
+
+
+@router.post("/v1/chat/completions")
+async def create_chat_completion(request: Request) -> Response:
+    return await serve_call(request, "chat", "chatcmpl", _handle)
+
+
+async def _handle(call: Call) -> Response:
+    st, rec = call.state, call.record
+    call.admit(1)  # bounded before the body is even read
+    req = await parse_body(call.request, ChatCompletionRequest, call.state.config.body_timeout)
+    model = st.registry.get(req.model)
+    name = req.model or model.name
+    rec.model, rec.stream, rec.n = name, req.stream, req.n
+    check_n(req.n, 1, st.config)
+    if req.top_logprobs is not None:
+        check_logprobs(req.top_logprobs, "top_logprobs", st.config)
+        if not req.logprobs:
+            raise APIError(400, "top_logprobs requires logprobs=true", param="top_logprobs")
+    ids = await chat_prompt(
+        model,
+        req.messages,
+        add_generation_prompt=req.add_generation_prompt,
+        continue_final=req.continue_final_message,
+        template_kwargs=req.chat_template_kwargs,
+    )
+    requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
+    max_tokens = resolve_max_tokens(requested, len(ids), model)
+    top = (req.top_logprobs or 0) if req.logprobs else None
+    params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top)
+    rec.prompt_tokens = len(ids)
+    if st.config.log_content:
+        rec.content = {"prompt": [m.model_dump() for m in req.messages]}
+    st.limiter.check_tokens(call.key, len(ids))
+    call.admit(req.n)
+    gen = Generation(model, [ids], params, call.id, st.metrics, timeout=st.config.request_timeout, arrival=rec.start)
+    call.cleanups.append(gen.close)
+    if req.stream:
+        include_usage = bool(req.stream_options and req.stream_options.include_usage)
+        return SSEResponse(_stream(call, gen, model, name, req, include_usage), on_close=call.finish_stream)
+    final: dict[int, RequestOutput] = await until_disconnect(call.request, gen.collect())
+    return JSONResponse(_response(call, gen, model, name, final[0], top))
+
+
+def _note(call: Call, gen: Generation, out: RequestOutput) -> None:
+    rec = call.record
+    rec.completion_tokens = sum(len(o.token_ids) for o in out.outputs)
+    rec.finish_reason = ",".join(sorted({o.finish_reason or "none" for o in out.outputs}))
+    rec.ttft, rec.queue_time = gen.ttft, gen.queue_time
+    if call.state.config.log_content and rec.content is not None:
+        rec.content["completion"] = [o.text for o in out.outputs]
+
+
+def _response(
+    call: Call, gen: Generation, model: ServedModel, name: str, out: RequestOutput, top: int | None
+) -> dict[str, Any]:
+    _note(call, gen, out)
+    choices = []
+    for o in sorted(out.outputs, key=lambda o: o.index):
+        lp = None
+        if top is not None and o.logprobs is not None:
+            lp = chat_logprobs(model, o.token_ids, o.logprobs, top)
+        choices.append(
+            {
+                "index": o.index,
+                "message": {"role": "assistant", "content": o.text},
+                "logprobs": lp,
+                "finish_reason": o.finish_reason,
+            }
+        )
+    return {
+        "id": call.id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": choices,
+        "usage": usage(len(out.prompt_token_ids), call.record.completion_tokens),
+        "system_fingerprint": None,
+    }
+
+
+async def _stream(
+    call: Call,
+    gen: Generation,
+    model: ServedModel,
+    name: str,
+    req: ChatCompletionRequest,
+    include_usage: bool,
+) -> AsyncIterator[bytes]:
+    base: dict[str, Any] = {
+        "id": call.id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": name,
+        "system_fingerprint": None,
+    }
+    top = (req.top_logprobs or 0) if req.logprobs else None
+
+    def chunk(choices: list[dict[str, Any]]) -> bytes:
+        d = dict(base, choices=choices)
+        if include_usage:
+            d["usage"] = None
+        return sse(d)
+
+    sent_chars = [0] * req.n
+    sent_toks = [0] * req.n
+    last: RequestOutput | None = None
+    try:
+        for i in range(req.n):
+            yield chunk(
+                [
+                    {
+                        "index": i,
+                        "delta": {"role": "assistant", "content": ""},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ]
+            )
+        async for _, out in gen.updates():
+            last = out
+            choices = []
+            for o in out.outputs:
+                k = o.index
+                text = o.text[sent_chars[k] :] if len(o.text) > sent_chars[k] else ""
+                new_ids = o.token_ids[sent_toks[k] :]
+                if not text and not new_ids and o.finish_reason is None:
+                    continue
+                lp = None
+                if top is not None and o.logprobs is not None and new_ids:
+                    lp = chat_logprobs(model, new_ids, o.logprobs[sent_toks[k] :], top)
+                sent_chars[k] += len(text)
+                sent_toks[k] = len(o.token_ids)
+                choices.append(
+                    {
+                        "index": k,
+                        "delta": {"content": text} if text else {},
+                        "logprobs": lp,
+                        "finish_reason": o.finish_reason,
+                    }
+                )
+            for choice in choices:  # one choice per chunk, as OpenAI streams them
+                yield chunk([choice])
+        if last is not None:
+            _note(call, gen, last)
+            if include_usage:
+                yield sse(
+                    dict(
+                        base,
+                        choices=[],
+                        usage=usage(len(last.prompt_token_ids), call.record.completion_tokens),
+                    )
+                )
+    except APIError as e:
+        call.fail(e)
+        if last is not None:
+            _note(call, gen, last)
+        yield sse(e.body())
+    yield DONE

@@ -1,0 +1,201 @@
+"""Unit tests of the server's parts that need no live server: timeouts, readiness, auth, limits, config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+
+import pytest
+
+from tachyon.sampling import CompletionOutput, RequestOutput, SamplingParams
+from tachyon.serving.admission import Admission
+from tachyon.serving.auth import KeyStore
+from tachyon.serving.cli import build_config, register
+from tachyon.serving.config import ModelEntry, ServerConfig, load_models_yaml
+from tachyon.serving.errors import APIError
+from tachyon.serving.generation import Generation
+from tachyon.serving.health import Readiness
+from tachyon.serving.metrics import ServerMetrics
+from tachyon.serving.ratelimit import RateLimiter
+from tachyon.serving.registry import ModelRegistry, ServedModel
+
+
+class HangingEngine:
+    """Accepts requests and never produces a token; records aborts."""
+
+    def __init__(self, healthy: bool = True) -> None:
+        self.aborted: list[str] = []
+        self.healthy = healthy
+
+    async def generate(self, prompt, params, request_id):
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+    def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
+
+    def is_healthy(self) -> bool:
+        return self.healthy
+
+    def stats(self):
+        return {"num_running": 0}
+
+
+class OneTokenEngine(HangingEngine):
+    async def generate(self, prompt, params, request_id):
+        yield RequestOutput(
+            request_id, None, list(prompt), None, [CompletionOutput(0, "x", [5], None, None, "length")], True
+        )
+
+
+def _model(engine) -> ServedModel:
+    return ServedModel(names=["m"], engine=engine, tokenizer=None, max_model_len=64, created=0)
+
+
+def test_generation_timeout_aborts():
+    eng = HangingEngine()
+    gen = Generation(
+        _model(eng), [[1, 2]], SamplingParams(max_tokens=4), "req-1", ServerMetrics([("m", eng)]), timeout=0.2
+    )
+
+    async def run():
+        async for _ in gen.updates():
+            pass
+
+    with pytest.raises(APIError) as e:
+        asyncio.run(run())
+    assert e.value.status == 504 and e.value.headers["x-should-retry"] == "false"
+    assert eng.aborted == ["req-1"]
+
+
+def test_readiness_detects_stuck_and_dead_engines():
+    async def check(engine, draining=False):
+        adm = Admission(4)
+        adm.draining = draining
+        return await Readiness(ModelRegistry([_model(engine)]), adm, interval=5, timeout=0.2).ready()
+
+    assert asyncio.run(check(OneTokenEngine())) == (True, "ok")
+    ok, why = asyncio.run(check(HangingEngine()))
+    assert not ok and "did not generate" in why
+    ok, why = asyncio.run(check(OneTokenEngine(healthy=False)))
+    assert not ok and "not running" in why
+    assert asyncio.run(check(OneTokenEngine(), draining=True)) == (False, "draining")
+
+
+def test_readiness_caches_probe():
+    eng = OneTokenEngine()
+    calls = []
+    orig = eng.generate
+
+    def counting(*a):
+        calls.append(1)
+        return orig(*a)
+
+    eng.generate = counting
+
+    async def run():
+        r = Readiness(ModelRegistry([_model(eng)]), Admission(4), interval=60, timeout=1)
+        return [await r.ready() for _ in range(5)]
+
+    assert all(ok for ok, _ in asyncio.run(run())) and len(calls) == 1
+
+
+def test_keystore_constant_shape():
+    key = "sk-secret-value"
+    store = KeyStore([hashlib.sha256(key.encode()).hexdigest()])
+    kid = store.check(f"Bearer {key}")
+    assert kid.startswith("key-") and key not in kid
+    for bad in (None, "", "Bearer", "Bearer nope", f"Basic {key}", f"Bearer {key}x"):
+        with pytest.raises(APIError) as e:
+            store.check(bad)
+        assert e.value.status == 401 and key not in e.value.message
+    assert KeyStore([]).check(None) is None
+
+
+def test_admission_bounds_and_drain():
+    adm = Admission(3)
+    a, b = adm.acquire(2), adm.acquire(1)
+    with pytest.raises(APIError) as e:
+        adm.acquire(1)
+    assert e.value.status == 429 and e.value.headers["Retry-After"] == "1"
+    a.release()
+    a.release()  # idempotent
+    assert adm.in_flight == 1
+    adm.draining = True
+    with pytest.raises(APIError) as e:
+        adm.acquire(1)
+    assert e.value.status == 503
+    b.release()
+    assert asyncio.run(adm.wait_idle(0.1))
+
+
+def test_token_rate_limit():
+    rl = RateLimiter(None, "100/minute")
+    rl.check_tokens("k", 60)
+    rl.charge_tokens("k", 60)
+    rl.check_tokens("k", 30)
+    rl.charge_tokens("k", 55)  # more than is left: the window fills up
+    with pytest.raises(APIError) as e:
+        rl.check_tokens("k", 1)
+    assert e.value.status == 429 and int(e.value.headers["Retry-After"]) >= 1
+    rl.check_tokens("other", 50)
+    with pytest.raises(APIError):
+        rl.check_tokens("k2", 101)
+
+
+def test_request_rate_limit():
+    rl = RateLimiter("3/minute", None)
+    for _ in range(3):
+        rl.hit_request("k")
+    with pytest.raises(APIError) as e:
+        rl.hit_request("k")
+    assert e.value.status == 429 and e.value.code == "rate_limit_exceeded"
+    rl.hit_request("k2")
+
+
+def test_config_validation(tmp_path):
+    entry = ModelEntry(["a"], {"model": "x"})
+    with pytest.raises(ValueError):
+        ServerConfig(models=[entry], rate_limit="lots")
+    with pytest.raises(ValueError):
+        ServerConfig(models=[entry, ModelEntry(["a"], {"model": "y"})])
+    yml = tmp_path / "models.yaml"
+    yml.write_text(
+        "models:\n  - name: a\n    model: /m/a\n    memory_share: 0.3\n    dtype: float32\n"
+        "  - names: [b, c]\n    model: /m/b\n    max_model_len: 128\n"
+    )
+    a, b = load_models_yaml(str(yml), {"device": "cpu"})
+    assert a.names == ["a"] and a.engine_args["gpu_memory_utilization"] == 0.3
+    assert a.engine_args["device"] == "cpu" and a.engine_args["dtype"] == "float32"
+    assert b.names == ["b", "c"] and b.engine_args["max_model_len"] == 128
+
+
+def test_cli_flags(tmp_path):
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--model", "/m", "--api-key", "k1", "--api-key", "k2"])
+    assert args.host == "127.0.0.1" and args.port == 8000
+    keyfile = tmp_path / "keys"
+    keyfile.write_text(hashlib.sha256(b"k3").hexdigest() + "  # ops key\n\n")
+    args = parser.parse_args(
+        [
+            "serve",
+            "/m",
+            "--api-key",
+            "k1",
+            "--api-key-file",
+            str(keyfile),
+            "--rate-limit",
+            "60/minute",
+            "--max-num-seqs",
+            "8",
+            "--served-model-name",
+            "x",
+            "y",
+        ]
+    )
+    cfg = build_config(args)
+    assert len(cfg.api_key_hashes) == 2 and "k1" not in cfg.api_key_hashes
+    assert cfg.models[0].names == ["x", "y"] and cfg.models[0].engine_args["max_num_seqs"] == 8
+    assert cfg.models[0].engine_args["model"] == "/m" and cfg.rate_limit == "60/minute"
