@@ -1,0 +1,100 @@
+"""Compute layer: each op is a Triton kernel (`<op>_triton`) beside a plain-torch reference
+(`<op>_ref`) of the same signature. The names exported here dispatch: Triton for CUDA tensors,
+the reference otherwise, or always when the environment sets TACHYON_FORCE_REF=1 (read per call).
+"""
+
+import os
+
+import torch
+
+from tachyon.kernels._triton import HAS_TRITON
+from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
+from tachyon.kernels.attention import attention_ref, attention_triton
+from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
+from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
+from tachyon.kernels.sampling import sample_ref, sample_triton
+from tachyon.kernels.store_kv import store_kv_ref, store_kv_triton
+
+
+def use_triton(t: torch.Tensor) -> bool:
+    """True when `t` lives on a CUDA device, Triton is importable and the reference is not forced."""
+    return t.is_cuda and HAS_TRITON and os.environ.get("TACHYON_FORCE_REF", "0") != "1"
+
+
+def store_kv(
+    key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
+) -> None:
+    (store_kv_triton if use_triton(kv_cache) else store_kv_ref)(key, value, kv_cache, slot_mapping)
+
+
+def attention(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_query_len: int,
+    max_seq_len: int,
+    scale: float,
+    out: torch.Tensor | None = None,
+    num_kv_splits: int = 0,
+) -> torch.Tensor:
+    fn = attention_triton if use_triton(q) else attention_ref
+    return fn(
+        q, kv_cache, query_start_loc, seq_lens, block_tables, max_query_len, max_seq_len, scale,
+        out, num_kv_splits,
+    )
+
+
+def rmsnorm(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return (rmsnorm_triton if use_triton(x) else rmsnorm_ref)(x, weight, eps, residual)
+
+
+def rotary(
+    q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, cos_sin_cache: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return (rotary_triton if use_triton(q) else rotary_ref)(q, k, positions, cos_sin_cache)
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
+
+
+def sample(
+    logits: torch.Tensor,
+    temperature: torch.Tensor,
+    top_k: torch.Tensor,
+    top_p: torch.Tensor,
+    min_p: torch.Tensor,
+    seeds: torch.Tensor,
+    steps: torch.Tensor,
+) -> torch.Tensor:
+    fn = sample_triton if use_triton(logits) else sample_ref
+    return fn(logits, temperature, top_k, top_p, min_p, seeds, steps)
+
+
+__all__ = [
+    "HAS_TRITON",
+    "use_triton",
+    "store_kv",
+    "attention",
+    "rmsnorm",
+    "rotary",
+    "rope_cos_sin_cache",
+    "silu_and_mul",
+    "sample",
+    "store_kv_ref",
+    "store_kv_triton",
+    "attention_ref",
+    "attention_triton",
+    "rmsnorm_ref",
+    "rmsnorm_triton",
+    "rotary_ref",
+    "rotary_triton",
+    "silu_and_mul_ref",
+    "silu_and_mul_triton",
+    "sample_ref",
+    "sample_triton",
+]

@@ -1,0 +1,297 @@
+"""Paged attention over the flat variable-length batch (architecture.md: KV cache layout, metadata).
+
+Contract (reference and Triton entry point alike):
+  q [T, Hq, D]; kv_cache [2, num_blocks, block_size, Hkv, D] with Hq % Hkv == 0;
+  query_start_loc int32 [B+1]; seq_lens int32 [B] (cached + new); block_tables int32 [B, maxblk];
+  max_query_len / max_seq_len host ints; scale the softmax scale.
+  Query i of sequence b sits at position seq_lens[b] - q_len[b] + i and attends to keys <= it.
+  Returns out [T, Hq, D] in q's dtype (written into `out` when given). Rows past
+  query_start_loc[B] are not written. Softmax in fp32. `num_kv_splits` (0 = automatic) only
+  steers the Triton decode kernel's split-KV; the result does not depend on it.
+"""
+
+import torch
+
+from tachyon.kernels._triton import next_pow2, require_triton, sm_count, tl, triton
+
+
+def attention_ref(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_query_len: int,
+    max_seq_len: int,
+    scale: float,
+    out: torch.Tensor | None = None,
+    num_kv_splits: int = 0,
+) -> torch.Tensor:
+    """Plain torch: per sequence, gather K/V through the block table, fp32 softmax."""
+    T, Hq, D = q.shape
+    block_size, Hkv = kv_cache.shape[2], kv_cache.shape[3]
+    G = Hq // Hkv
+    if out is None:
+        out = torch.empty_like(q)
+    starts = query_start_loc.tolist()
+    lens = seq_lens.tolist()
+    for b, S in enumerate(lens):
+        s, e = starts[b], starts[b + 1]
+        L = e - s
+        if L == 0:
+            continue
+        nblk = -(-S // block_size)
+        blocks = block_tables[b, :nblk].long()
+        k = kv_cache[0, blocks].reshape(nblk * block_size, Hkv, D)[:S]
+        v = kv_cache[1, blocks].reshape(nblk * block_size, Hkv, D)[:S]
+        qb = q[s:e].float().reshape(L, Hkv, G, D).permute(1, 2, 0, 3)  # [Hkv, G, L, D]
+        kb = k.float().permute(1, 0, 2).unsqueeze(1)  # [Hkv, 1, S, D]
+        vb = v.float().permute(1, 0, 2).unsqueeze(1)
+        scores = torch.matmul(qb, kb.transpose(-1, -2)) * scale  # [Hkv, G, L, S]
+        if L > 1:
+            qpos = torch.arange(S - L, S, device=q.device).unsqueeze(1)
+            kpos = torch.arange(S, device=q.device).unsqueeze(0)
+            scores.masked_fill_(kpos > qpos, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        o = torch.matmul(probs, vb)  # [Hkv, G, L, D]
+        out[s:e] = o.permute(2, 0, 1, 3).reshape(L, Hq, D).to(out.dtype)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Triton
+
+
+@triton.jit
+def _attend_tile(
+    acc, m_i, l_i, q, cache_ptr, bt_ptr, n0, kv_end, pos, hk, d, dmask, scale,
+    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+    PAGE: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr,
+):
+    """Online-softmax update of (acc, m_i, l_i) with keys n0 .. n0 + BLOCK_N (< kv_end) gathered
+    through the block table row at bt_ptr; CAUSAL also masks keys after each query's position."""
+    n = n0 + tl.arange(0, BLOCK_N)
+    nmask = n < kv_end
+    blk = tl.load(bt_ptr + n // PAGE, mask=nmask, other=0).to(tl.int64)
+    off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
+    kvmask = nmask[:, None] & dmask[None, :]
+    k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+    if CAUSAL:
+        s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
+    else:
+        s = tl.where(nmask[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    p = tl.exp(s - m_new[:, None])
+    alpha = tl.exp(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _decode_kernel(
+    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
+    qsl_ptr, seq_lens_ptr, bt_ptr, scale,
+    stride_qt, stride_qh, stride_ot, stride_oh,
+    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
+    Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    NUM_SPLITS: tl.constexpr, PREC: tl.constexpr,
+):
+    """One program = (sequence, KV head, split): the G query heads of that KV head form one tile."""
+    b = tl.program_id(0)
+    hk = tl.program_id(1)
+    sp = tl.program_id(2)
+    tok = tl.load(qsl_ptr + b).to(tl.int64)
+    S = tl.load(seq_lens_ptr + b)
+    g = tl.arange(0, BLOCK_G)
+    d = tl.arange(0, BLOCK_D)
+    gmask = g < G
+    dmask = d < D
+    heads = hk * G + g
+    q = tl.load(
+        q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :],
+        mask=gmask[:, None] & dmask[None, :], other=0.0,
+    )
+    # this sequence's own split length (a multiple of BLOCK_N): every split of a long context works
+    split_len = tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N) * BLOCK_N
+    start = sp * split_len
+    end = tl.minimum(start + split_len, S)
+    m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_G], tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+    for n0 in range(start, end, BLOCK_N):
+        acc, m_i, l_i = _attend_tile(
+            acc, m_i, l_i, q, cache_ptr, bt_ptr + b * stride_bt, n0, end, g, hk, d, dmask, scale,
+            stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+        )
+    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    omask = gmask[:, None] & dmask[None, :]
+    if NUM_SPLITS == 1:
+        dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
+    else:
+        row = (b * Hq + heads) * NUM_SPLITS + sp  # mid_o [B, Hq, NUM_SPLITS, D]
+        tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
+        tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
+
+
+@triton.jit
+def _split_reduce_kernel(
+    mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh,
+    Hq: tl.constexpr, D: tl.constexpr, NUM_SPLITS: tl.constexpr,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    """Merge the partial softmaxes of one (sequence, query head)."""
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    tok = tl.load(qsl_ptr + b).to(tl.int64)
+    sidx = tl.arange(0, BLOCK_S)
+    d = tl.arange(0, BLOCK_D)
+    smask = sidx < NUM_SPLITS
+    row = (b * Hq + h) * NUM_SPLITS + sidx
+    lse = tl.load(mid_lse_ptr + row, mask=smask, other=float("-inf"))
+    w = tl.exp(lse - tl.max(lse, 0))
+    w = w / tl.sum(w, 0)
+    o = tl.load(mid_o_ptr + row[:, None] * D + d[None, :], mask=smask[:, None] & (d < D)[None, :], other=0.0)
+    res = tl.sum(o * w[:, None], 0)
+    tl.store(out_ptr + tok * stride_ot + h * stride_oh + d, res.to(out_ptr.dtype.element_ty), mask=d < D)
+
+
+@triton.jit
+def _prefill_kernel(
+    q_ptr, cache_ptr, out_ptr, qsl_ptr, seq_lens_ptr, bt_ptr, scale,
+    stride_qt, stride_qh, stride_ot, stride_oh,
+    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
+    G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_G: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr,
+):
+    """One program = (block of BLOCK_Q query tokens, sequence, KV head); its M tile packs those
+    tokens' G query heads (row r: token r // BLOCK_G, head r % BLOCK_G), so each K/V tile is read
+    once per KV head. Causal over the cached prefix + new keys; decode rows of a mixed batch cost
+    one program per KV head."""
+    qb = tl.num_programs(0) - 1 - tl.program_id(0)  # heaviest (last) query blocks first
+    b = tl.program_id(1)
+    hk = tl.program_id(2)
+    q_start = tl.load(qsl_ptr + b)
+    q_len = tl.load(qsl_ptr + b + 1) - q_start
+    if qb * BLOCK_Q < q_len:
+        S = tl.load(seq_lens_ptr + b)
+        ctx = S - q_len
+        r = tl.arange(0, BLOCK_Q * BLOCK_G)
+        i = qb * BLOCK_Q + r // BLOCK_G
+        g = r % BLOCK_G
+        d = tl.arange(0, BLOCK_D)
+        rmask = (i < q_len) & (g < G)
+        dmask = d < D
+        rows = (q_start + i).to(tl.int64)
+        heads = hk * G + g
+        io_mask = rmask[:, None] & dmask[None, :]
+        q = tl.load(q_ptr + rows[:, None] * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=io_mask,
+                    other=0.0)
+        pos = ctx + i
+        kv_end = tl.minimum(S, ctx + (qb + 1) * BLOCK_Q)
+        m_i = tl.full([BLOCK_Q * BLOCK_G], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_Q * BLOCK_G], tl.float32)
+        acc = tl.zeros([BLOCK_Q * BLOCK_G, BLOCK_D], tl.float32)
+        # keys up to the block's first query position are visible to all its rows: no causal mask
+        full_end = tl.minimum((ctx + qb * BLOCK_Q + 1) // BLOCK_N * BLOCK_N, kv_end)
+        bt_row = bt_ptr + b * stride_bt
+        for n0 in range(0, full_end, BLOCK_N):
+            acc, m_i, l_i = _attend_tile(
+                acc, m_i, l_i, q, cache_ptr, bt_row, n0, kv_end, pos, hk, d, dmask, scale,
+                stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+            )
+        for n0 in range(full_end, kv_end, BLOCK_N):
+            acc, m_i, l_i = _attend_tile(
+                acc, m_i, l_i, q, cache_ptr, bt_row, n0, kv_end, pos, hk, d, dmask, scale,
+                stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, True, PREC,
+            )
+        o = acc / l_i[:, None]
+        dst = out_ptr + rows[:, None] * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=io_mask)
+
+
+# Launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
+# (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64; prefill 4096 551 us vs 597 us.
+DECODE_CONFIG = {
+    "bf16": dict(BLOCK_N=128, num_warps=4, num_stages=2),
+    "fp32": dict(BLOCK_N=32, num_warps=4, num_stages=1),
+}
+PREFILL_CONFIG = {
+    "bf16": dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=3),
+    "fp32": dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1),
+}
+
+
+def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
+    """Split the context only when (sequence, KV head) programs cannot fill the GPU; each sequence
+    then divides its own context into that many splits (of >= 128 keys at max_seq_len)."""
+    programs = num_seqs * num_kv_heads
+    if programs >= num_sms or max_seq_len < 512:
+        return 1
+    by_len = -(-max_seq_len // 128)  # at least 128 keys per split
+    return max(1, min(by_len, -(-2 * num_sms // programs), 64))
+
+
+def attention_triton(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_query_len: int,
+    max_seq_len: int,
+    scale: float,
+    out: torch.Tensor | None = None,
+    num_kv_splits: int = 0,
+) -> torch.Tensor:
+    """Triton: decode kernel (+ split-KV) when max_query_len == 1, else the prefill/extend kernel."""
+    require_triton()
+    T, Hq, D = q.shape
+    Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
+    assert Hq % Hkv == 0 and q.stride(-1) == 1 and kv_cache.is_contiguous()
+    G = Hq // Hkv
+    B = seq_lens.shape[0]
+    if out is None:
+        out = torch.empty_like(q)
+    if B == 0 or T == 0:
+        return out
+    prec = "ieee" if q.dtype == torch.float32 else "tf32"
+    BLOCK_D = max(16, next_pow2(D))
+    cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
+    cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
+    if max_query_len == 1:
+        cfg = DECODE_CONFIG[cfg_key]
+        BLOCK_N = cfg["BLOCK_N"]
+        splits = num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(q.device))
+        if splits > 1:
+            mid_o = torch.empty(B, Hq, splits, D, device=q.device, dtype=torch.float32)
+            mid_lse = torch.empty(B, Hq, splits, device=q.device, dtype=torch.float32)
+        else:
+            mid_o = mid_lse = out  # unused
+        _decode_kernel[(B, Hkv, splits)](
+            q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
+            q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
+            Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=BLOCK_N,
+            NUM_SPLITS=splits, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        )
+        if splits > 1:
+            _split_reduce_kernel[(B, Hq)](
+                mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
+                Hq=Hq, D=D, NUM_SPLITS=splits, BLOCK_S=next_pow2(splits), BLOCK_D=next_pow2(D),
+            )
+        return out
+    cfg = PREFILL_CONFIG[cfg_key]
+    BLOCK_G = next_pow2(G)
+    BLOCK_Q = max(1, cfg["BLOCK_M"] // BLOCK_G, 16 // BLOCK_G)
+    grid = (triton.cdiv(max_query_len, BLOCK_Q), B, Hkv)
+    _prefill_kernel[grid](
+        q, kv_cache, out, query_start_loc, seq_lens, block_tables, scale,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
+        G=G, D=D, PAGE=page, BLOCK_Q=BLOCK_Q, BLOCK_G=BLOCK_G, BLOCK_N=cfg["BLOCK_N"], BLOCK_D=BLOCK_D,
+        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )
+    return out

@@ -1,0 +1,74 @@
+"""Fused residual-add + RMSNorm with HF LlamaRMSNorm semantics.
+
+Contract: x [..., H], weight [H], optional residual like x.
+  h = x + residual (in x's dtype, as HF adds it) or x when residual is None;
+  out = weight * (h.float() * rsqrt(mean(h.float()**2) + eps)).to(x.dtype);
+  returns (out, h): h is the residual stream for the next layer. Inputs are not modified.
+"""
+
+import torch
+
+from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+
+
+def rmsnorm_ref(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain torch, exactly HF's op order."""
+    h = x if residual is None else x + residual
+    hf = h.float()
+    normed = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * normed.to(x.dtype), h
+
+
+@triton.jit
+def _rmsnorm_kernel(
+    x_ptr, r_ptr, w_ptr, out_ptr, h_ptr, stride_x, stride_r, eps,
+    N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr,
+):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
+    if HAS_RES:
+        r = tl.load(r_ptr + row * stride_r + cols, mask=mask, other=0.0)
+        h = (x.to(tl.float32) + r.to(tl.float32)).to(x.dtype)  # rounded as a torch add would
+        tl.store(h_ptr + row * N + cols, h, mask=mask)
+    else:
+        h = x
+    hf = h.to(tl.float32)
+    var = tl.sum(hf * hf, 0) / N
+    normed = (hf * tl.rsqrt(var + eps)).to(x.dtype)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    out = w.to(tl.float32) * normed.to(tl.float32)
+    tl.store(out_ptr + row * N + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def rmsnorm_triton(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Triton: one program per row (row length up to a few 10k elements)."""
+    require_triton()
+    shape = x.shape
+    N = shape[-1]
+    x2 = x.reshape(-1, N)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    rows = x2.shape[0]
+    out = torch.empty(shape, dtype=torch.promote_types(weight.dtype, x.dtype), device=x.device)
+    if residual is None:
+        r2, h = x2, x
+    else:
+        r2 = residual.reshape(-1, N)
+        if r2.stride(-1) != 1:
+            r2 = r2.contiguous()
+        h = torch.empty(shape, dtype=x.dtype, device=x.device)
+    if rows == 0:
+        return out, h
+    BLOCK = next_pow2(N)
+    warps = 4 if BLOCK <= 2048 else 8 if BLOCK <= 8192 else 16
+    _rmsnorm_kernel[(rows,)](
+        x2, r2, weight, out, h, x2.stride(0), r2.stride(0), eps,
+        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, num_warps=warps,
+    )
+    return out, h

@@ -1,0 +1,61 @@
+"""Write new tokens' K/V into the paged cache.
+
+Contract: key, value [T, Hkv, D] (last two dims contiguous), kv_cache [2, num_blocks, block_size,
+Hkv, D] (contiguous), slot_mapping int64 [T] with slot = block * block_size + offset, -1 = skip.
+The cache is written in place (values cast to its dtype); nothing else is touched.
+"""
+
+import torch
+
+from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+
+
+def store_kv_ref(
+    key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
+) -> None:
+    """Plain-torch store_kv (index_put on the cache; works for any cache strides)."""
+    block_size = kv_cache.shape[2]
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep]
+    blk, off = slots // block_size, slots % block_size
+    kv_cache[0, blk, off] = key[keep].to(kv_cache.dtype)
+    kv_cache[1, blk, off] = value[keep].to(kv_cache.dtype)
+
+
+@triton.jit
+def _store_kv_kernel(
+    k_ptr, v_ptr, cache_ptr, slot_ptr,
+    stride_kt, stride_kh, stride_vt, stride_vh,
+    stride_c_kv, stride_c_tok, stride_c_h,
+    H: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    t = tl.program_id(0)
+    slot = tl.load(slot_ptr + t)
+    if slot >= 0:
+        h = tl.arange(0, BLOCK_H)[:, None]
+        d = tl.arange(0, BLOCK_D)[None, :]
+        mask = (h < H) & (d < D)
+        k = tl.load(k_ptr + t * stride_kt + h * stride_kh + d, mask=mask)
+        v = tl.load(v_ptr + t * stride_vt + h * stride_vh + d, mask=mask)
+        dst = cache_ptr + slot * stride_c_tok + h * stride_c_h + d
+        ty = cache_ptr.dtype.element_ty
+        tl.store(dst, k.to(ty), mask=mask)
+        tl.store(dst + stride_c_kv, v.to(ty), mask=mask)
+
+
+def store_kv_triton(
+    key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
+) -> None:
+    """Triton store_kv: one program per token."""
+    require_triton()
+    T, H, D = key.shape
+    if T == 0:
+        return
+    assert key.stride(-1) == 1 and value.stride(-1) == 1 and kv_cache.is_contiguous()
+    # a contiguous cache: token slot s sits at s * stride(2) from the K (or V) base
+    _store_kv_kernel[(T,)](
+        key, value, kv_cache, slot_mapping,
+        key.stride(0), key.stride(1), value.stride(0), value.stride(1),
+        kv_cache.stride(0), kv_cache.stride(2), kv_cache.stride(3),
+        H=H, D=D, BLOCK_H=next_pow2(H), BLOCK_D=next_pow2(D),
+    )
