@@ -10,6 +10,18 @@ PROMPTS = [
     "def fibonacci(n):",
     "Once upon a time, in a small village,",
     "List three primary colours:",
+    "The quick brown fox",
+    "In 1969, the first humans",
+    "import numpy as np\nx = np.",
+    "Water boils at",
+    "A haiku about autumn:",
+    "The three laws of motion are",
+    "SELECT name FROM users WHERE",
+    "My favourite food is",
+    "To be, or not to be,",
+    "The largest planet in the solar system is",
+    "Photosynthesis is the process by which plants",
+    "Hello",
 ]
 
 
@@ -34,6 +46,8 @@ def test_greedy_parity_with_transformers(smol):
     prompts = [tok.encode(p) for p in PROMPTS]
     expected = [hf_greedy(hf, p, 16) for p in prompts]
     sp = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
+    for p, exp in zip(prompts[:2], expected[:2]):  # one request at a time
+        assert smol.generate([p], sp, use_tqdm=False)[0].outputs[0].token_ids == exp
     assert [o.outputs[0].token_ids for o in smol.generate(prompts, sp, use_tqdm=False)] == expected
     chunked = LLM(None, device="cpu", dtype="float32", max_model_len=40, max_num_batched_tokens=5,
                   num_kv_blocks=12, block_size=4)
