@@ -1,0 +1,82 @@
+"""Environment capture for results: GPU, driver, CUDA, library versions, git sha. Never raises.
+
+Without a git checkout (a copied tree on a remote GPU) the sha comes from $TACHYON_GIT_SHA."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from tachyon.bench.schema import Environment
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _tachyon_version() -> str | None:
+    try:
+        import tachyon
+
+        return tachyon.__version__
+    except Exception:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:
+        return None
+
+
+def capture_env() -> Environment:
+    env = Environment(python=platform.python_version(), platform=platform.platform(), cpu=_cpu(),
+                      torch=_version("torch"), triton=_version("triton"),
+                      transformers=_version("transformers"), vllm=_version("vllm"),
+                      tachyon=_version("tachyon") or _tachyon_version())
+    sha = _git("rev-parse", "HEAD")
+    env.git_sha = sha or os.environ.get("TACHYON_GIT_SHA")  # copies without .git (remote GPU runs)
+    if sha:
+        env.git_dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    try:
+        import torch
+
+        env.cuda = torch.version.cuda
+        if torch.cuda.is_available():
+            env.gpu_count = torch.cuda.device_count()
+            props = torch.cuda.get_device_properties(0)
+            env.gpu, env.gpu_memory_gb = props.name, round(props.total_memory / 1e9, 2)
+            env.driver = _driver()
+    except Exception:
+        pass
+    return env
