@@ -38,8 +38,8 @@ def test_default_model_is_smollm2(smol):
 
 
 def test_greedy_parity_with_transformers(smol):
-    from tachyon.models.gguf import gguf_to_hf_dir
     from tachyon.models.default import default_model_path
+    from tachyon.models.gguf import gguf_to_hf_dir
 
     hf = hf_model(gguf_to_hf_dir(default_model_path()))
     tok = smol.get_tokenizer()
