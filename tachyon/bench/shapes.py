@@ -12,27 +12,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from tachyon.models.shapes import BUILTIN_SHAPES
+
 DTYPE_BYTES = {
     "float32": 4, "fp32": 4, "float": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
     "auto": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1, "int4": 0.5,
 }
 
+# one source of truth for the built-in shapes: the model layer's table
 BUILTIN_CONFIGS: dict[str, dict] = {
-    "qwen2.5-7b": {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-        "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-        "num_key_value_heads": 4, "vocab_size": 152064, "tie_word_embeddings": False,
-        "rope_theta": 1000000.0, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-        "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645, "torch_dtype": "bfloat16",
-    },
-    "qwen3-0.6b": {
-        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024,
-        "intermediate_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
-        "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": True,
-        "rope_theta": 1000000.0, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
-        "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645, "torch_dtype": "bfloat16",
-        "attention_bias": False,
-    },
+    name: {**cfg, "hidden_act": "silu", "torch_dtype": "bfloat16"} for name, cfg in BUILTIN_SHAPES.items()
 }
 ALIASES = {"qwen2.5-7b-instruct": "qwen2.5-7b", "qwen/qwen2.5-7b": "qwen2.5-7b",
            "qwen/qwen2.5-7b-instruct": "qwen2.5-7b", "qwen3-0.6b-base": "qwen3-0.6b",
