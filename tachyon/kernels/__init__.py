@@ -10,6 +10,7 @@ import torch
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
+from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
@@ -58,6 +59,29 @@ def rotary(
     return (rotary_triton if use_triton(q) else rotary_ref)(q, k, positions, cos_sin_cache)
 
 
+def qkv_post(
+    qkv: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    q_norm_weight: torch.Tensor | None,
+    k_norm_weight: torch.Tensor | None,
+    eps: float,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+) -> torch.Tensor:
+    """Optional q/k RMSNorm + rotary + KV store of the fused qkv output; returns q [T, Hq, D].
+    TACHYON_FUSED_QKV=0 runs the torch reference on CUDA too (A/B switch for the fused kernel)."""
+    fused = os.environ.get("TACHYON_FUSED_QKV", "1") != "0"
+    fn = qkv_post_triton if use_triton(qkv) and fused else qkv_post_ref
+    return fn(
+        qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
+        num_heads, num_kv_heads, head_dim,
+    )
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -83,6 +107,7 @@ __all__ = [
     "rmsnorm",
     "rotary",
     "rope_cos_sin_cache",
+    "qkv_post",
     "silu_and_mul",
     "sample",
     "store_kv_ref",
@@ -93,6 +118,8 @@ __all__ = [
     "rmsnorm_triton",
     "rotary_ref",
     "rotary_triton",
+    "qkv_post_ref",
+    "qkv_post_triton",
     "silu_and_mul_ref",
     "silu_and_mul_triton",
     "sample_ref",

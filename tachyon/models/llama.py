@@ -33,17 +33,17 @@ class Attention(nn.Module):
         self.kv_cache: torch.Tensor | None = None
 
     def forward(self, positions: torch.Tensor, x: torch.Tensor, meta) -> torch.Tensor:
+        """x [T, hidden] -> [T, hidden]. One fused call after the qkv GEMM: (q/k norm,) rotary and
+        the K/V store into `self.kv_cache`; q comes back contiguous for the attention kernel."""
         t = x.shape[0]
-        q, k, v = self.qkv_proj.split(self.qkv_proj(x))
-        q = q.reshape(t, self.num_heads, self.head_dim)
-        k = k.reshape(t, self.num_kv_heads, self.head_dim)
-        v = v.reshape(t, self.num_kv_heads, self.head_dim)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = self.rotary(positions, q, k)
-        kernels.store_kv(k, v, self.kv_cache, meta.slot_mapping)
+        has_norm = self.q_norm is not None
+        q = kernels.qkv_post(
+            self.qkv_proj(x), positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
+            self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
+            self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
+        )
         o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
-                                    meta.max_query_len, meta.max_seq_len, self.scale)
+                              meta.max_query_len, meta.max_seq_len, self.scale)
         return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
 
 
