@@ -73,13 +73,30 @@ def qkv_post(
     head_dim: int,
 ) -> torch.Tensor:
     """Optional q/k RMSNorm + rotary + KV store of the fused qkv output; returns q [T, Hq, D].
-    TACHYON_FUSED_QKV=0 runs the torch reference on CUDA too (A/B switch for the fused kernel)."""
-    fused = os.environ.get("TACHYON_FUSED_QKV", "1") != "0"
-    fn = qkv_post_triton if use_triton(qkv) and fused else qkv_post_ref
+    TACHYON_FUSED_QKV=0 runs the separate Triton kernels instead (A/B switch for the fused kernel)."""
+    if use_triton(qkv):
+        fn = qkv_post_triton if os.environ.get("TACHYON_FUSED_QKV", "1") != "0" else _qkv_post_separate
+    else:
+        fn = qkv_post_ref
     return fn(
         qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
         num_heads, num_kv_heads, head_dim,
     )
+
+
+def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
+                       num_heads, num_kv_heads, head_dim):
+    """The unfused sequence (rmsnorm, rotary, store_kv kernels one after another); graph-capturable."""
+    t = qkv.shape[0]
+    q, k, v = qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)
+    q, k = q.reshape(t, num_heads, head_dim), k.reshape(t, num_kv_heads, head_dim)
+    if q_norm_weight is not None:
+        q, k = rmsnorm(q, q_norm_weight, eps)[0], rmsnorm(k, k_norm_weight, eps)[0]
+    else:
+        q, k = q.contiguous(), k.contiguous()
+    q, k = rotary(q, k, positions, cos_sin_cache)
+    store_kv(k, v.reshape(t, num_kv_heads, head_dim), kv_cache, slot_mapping)
+    return q
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:

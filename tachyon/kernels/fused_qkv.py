@@ -141,20 +141,21 @@ def _qkv_post_kernel(
         c = tl.load(cs_ptr + pos * stride_cs + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
         s = tl.load(cs_ptr + pos * stride_cs + HALF + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
         sign = tl.where(d < HALF, -1.0, 1.0)
+        # each branch keeps its own names: Triton needs values live across an `if` to agree in shape
         if part == 0:
-            out, h, dd, mask = _norm_rope_heads(
+            q_out, hq, dq, mq = _norm_rope_heads(
                 row, qw_ptr, c, s, sign, Hq, eps, BLOCK_HQ, D, BLOCK_D, HALF, ROT, HAS_NORM
             )
-            tl.store(q_out_ptr + t * Hq * D + h * D + dd, out, mask=mask)
+            tl.store(q_out_ptr + t * Hq * D + hq * D + dq, q_out, mask=mq)
         else:
-            k, h, dd, mask = _norm_rope_heads(
+            k_out, hk, dk, mk = _norm_rope_heads(
                 row + Hq * D, kw_ptr, c, s, sign, Hkv, eps, BLOCK_HKV, D, BLOCK_D, HALF, ROT, HAS_NORM
             )
-            v = tl.load(row + (Hq + Hkv) * D + h * D + dd, mask=mask)
-            dst = kv_ptr + slot * stride_tok + h * D + dd
+            v = tl.load(row + (Hq + Hkv) * D + hk * D + dk, mask=mk)
+            dst = kv_ptr + slot * stride_tok + hk * D + dk
             out_ty = kv_ptr.dtype.element_ty
-            tl.store(dst, k.to(out_ty), mask=mask)
-            tl.store(dst + stride_kv, v.to(out_ty), mask=mask)
+            tl.store(dst, k_out.to(out_ty), mask=mk)
+            tl.store(dst + stride_kv, v.to(out_ty), mask=mk)
 
 
 def qkv_post_triton(
