@@ -1,0 +1,82 @@
+"""Where a decode step's time goes on the GPU: graph replay time per batch bucket vs the measured
+TPOT (host-bound if TPOT >> replay), and the top kernels of one eager decode step (torch.profiler).
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/profile_step.py --out $OUT [--shapes ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from tachyon import LLM, SamplingParams  # noqa: E402
+
+
+def replay_ms(graphs, bucket: int, iters: int = 50) -> float:
+    g = graphs.graphs[bucket]
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        g.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def profile_shape(shape: str) -> dict:
+    llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=512)
+    sp = SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)
+    llm.generate([[7] * 128], sp, use_tqdm=False)
+    t0 = time.perf_counter()
+    out = llm.generate([[7] * 128], sp, use_tqdm=False)[0]
+    dt = time.perf_counter() - t0
+    tpot = (out.metrics.finished_time - out.metrics.first_token_time) / 255
+    graphs = llm.engine.runner.graphs
+    res = dict(shape=shape, bs1_tpot_ms=tpot * 1e3, bs1_tok_s=256 / dt,
+               replay_ms={b: replay_ms(graphs, b) for b in (1, 8, 64, 256, 512) if b in graphs.graphs})
+    # host cost of one step without the GPU: time the Python of graphs.run minus replay
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            graphs._step(1)
+        torch.cuda.synchronize()
+    rows = []
+    for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:15]:
+        rows.append(dict(name=e.key[:80], calls=e.count // 3, us_per_step=e.device_time_total / 3))
+    res["eager_bs1_kernels"] = rows
+    res["eager_bs1_kernel_launches"] = sum(e.count for e in prof.key_averages()) // 3
+    del llm, graphs
+    gc.collect()
+    torch.cuda.empty_cache()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for shape in args.shapes.split(","):
+        r = profile_shape(shape)
+        results.append(r)
+        (out / "profile_step.json").write_text(json.dumps(results, indent=1))
+        print(f"{shape}: bs1 TPOT {r['bs1_tpot_ms']:.3f} ms; graph replay ms {r['replay_ms']}; "
+              f"{r['eager_bs1_kernel_launches']} kernels/step", flush=True)
+        for k in r["eager_bs1_kernels"][:10]:
+            print(f"   {k['us_per_step']:9.1f} us  x{k['calls']:4d}  {k['name']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
