@@ -1,5 +1,5 @@
 . benchmarks/gpu/bench_scripts/env.sh
-python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer benchmarks/gpu/bench_scripts/tok --served-model-name qwen2.5-7b-dummy --port 8000 > /tmp/res/server.log 2>&1 &
+python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer .tok (the SmolLM2 tokenizer directory, carried) --served-model-name qwen2.5-7b-dummy --port 8000 > /tmp/res/server.log 2>&1 &
 SPID=$!
 python3 - <<'PY'
 import time, httpx
