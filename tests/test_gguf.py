@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tachyon.models import gguf as tg
+from tachyon.models import gguf_config as tg
 from tachyon.models.default import DEFAULT_MODEL_NAME, default_model_path
 from tachyon.models.gguf import gguf_to_hf_dir
 
