@@ -144,7 +144,7 @@ def test_second_call_is_cached(converted, smollm2_gguf):
 def test_cache_key_follows_mtime_and_crash_leaves_nothing(tmp_path, tiny_qwen3):
     src = _write_tiny_gguf(tiny_qwen3, "qwen3", tmp_path / "q3.gguf")
     cache = tmp_path / "cache"
-    with mock.patch.object(tg, "_generation_config", side_effect=RuntimeError("boom")):
+    with mock.patch.object(tg, "generation_config", side_effect=RuntimeError("boom")):
         with pytest.raises(RuntimeError, match="boom"):
             gguf_to_hf_dir(str(src), cache_dir=str(cache))
     assert list(cache.iterdir()) == []  # neither a half-written cache nor its temp dir

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tachyon.models.gguf_config import _architecture, _build_config, _generation_config
+from tachyon.models import gguf_config
 
 CONVERTER_VERSION = "1"
 DEFAULT_CACHE_ROOT = Path.home() / ".cache" / "tachyon" / "gguf"
@@ -51,14 +51,14 @@ def gguf_to_hf_dir(path: str, cache_dir: str | None = None) -> str:
         return str(out)
 
     reader = _open_reader(src)
-    arch = _architecture(reader, src)
+    arch = gguf_config.architecture(reader, src)
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=root))
     try:
-        config = _build_config(reader, arch, src)
+        config = gguf_config.build_config(reader, arch, src)
         _write_weights(reader, arch, config, src, tmp)
         _write_json(tmp / "config.json", config)
-        _write_json(tmp / "generation_config.json", _generation_config(reader, config))
+        _write_json(tmp / "generation_config.json", gguf_config.generation_config(reader, config))
         if "tokenizer.ggml.model" in reader.fields:
             _write_tokenizer(src, tmp)
         del reader  # release the memory map before publishing

@@ -31,7 +31,7 @@ def _f32(value: Any) -> float:
     return float(str(np.float32(value)))
 
 
-def _architecture(reader, src: Path) -> str:
+def architecture(reader, src: Path) -> str:
     arch = _meta(reader, "general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ValueError(
@@ -50,7 +50,7 @@ def _required(reader, key: str, src: Path) -> Any:
 # ----------------------------------------------------------------------------------------- config
 
 
-def _build_config(reader, arch: str, src: Path) -> dict[str, Any]:
+def build_config(reader, arch: str, src: Path) -> dict[str, Any]:
     """HF config.json contents from the GGUF metadata (and tensor shapes where they are the truth)."""
     tensors = {t.name: t for t in reader.tensors}
     if "token_embd.weight" not in tensors:
@@ -178,7 +178,7 @@ def _llama3_scaling(factors: np.ndarray, theta: float, head_dim: int, original: 
     return scaling
 
 
-def _generation_config(reader, config: dict[str, Any]) -> dict[str, Any]:
+def generation_config(reader, config: dict[str, Any]) -> dict[str, Any]:
     """generation_config.json: bos/pad as in config; eos lists every end-of-generation token."""
     out = {k: config[k] for k in ("bos_token_id", "pad_token_id") if k in config}
     eos = [config["eos_token_id"]] if "eos_token_id" in config else []
