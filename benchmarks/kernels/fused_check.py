@@ -32,6 +32,10 @@ import torch  # noqa: E402
 
 import tachyon.kernels as K  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import graph_time_us as _graph_time_us  # noqa: E402
+from timing import rel_err  # noqa: E402
+
 BW = 4.25e12  # H200 copy bandwidth, B/s (BENCHMARKS.md)
 TOL = 1e-2
 PAGE = 16
@@ -49,31 +53,8 @@ DEV = "cpu" if SMOKE else "cuda"
 DT = torch.float32 if SMOKE else torch.bfloat16
 
 
-def graph_time_us(fn: Callable[[], object], reps: int = 10) -> float | None:
-    """Median per-call time of `reps` back-to-back calls replayed from one CUDA graph (how the engine's
-    decode step runs: no launch overhead, but every kernel is a graph node). None on CPU or when
-    capture fails."""
-    if SMOKE:
-        return None
-    import triton.testing
-
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(reps):
-                fn()
-        torch.cuda.synchronize()
-        return triton.testing.do_bench(g.replay, warmup=10, rep=50, return_mode="median") * 1e3 / reps
-    except Exception as e:  # noqa: BLE001 - a failed capture only loses the timing
-        print(f"graph capture failed: {e!r}"[:300], flush=True)
-        return None
+def _graph_time_us_smoke(fn: Callable[[], object], reps: int = 10) -> float | None:
+    return _graph_time_us(fn, reps, rep_ms=50, smoke=SMOKE)
 
 
 def eager_time_us(fn: Callable[[], object]) -> float | None:
@@ -82,12 +63,6 @@ def eager_time_us(fn: Callable[[], object]) -> float | None:
     import triton.testing
 
     return triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median") * 1e3
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    if torch.isnan(out).any():
-        return float("nan")
-    return ((out.double() - ref.double()).norm() / ref.double().norm().clamp_min(1e-30)).item()
 
 
 def make_inputs(Hq: int, Hkv: int, D: int, qk_norm: bool, T: int, gen: torch.Generator) -> dict:
@@ -158,7 +133,7 @@ def check_row(model: str, T: int, gen: torch.Generator) -> dict:
     row = dict(
         model=model, T=T, Hq=Hq, Hkv=Hkv, D=D, qk_norm=qk_norm, rel_err_q=err_q, rel_err_k=err_k,
         v_exact=v_exact, untouched_slots_same=others_same, qkv_unmodified=qkv_same, ok=bool(ok),
-        fused_graph_us=graph_time_us(fused_fn), old_graph_us=graph_time_us(old_fn),
+        fused_graph_us=_graph_time_us_smoke(fused_fn), old_graph_us=_graph_time_us_smoke(old_fn),
         fused_eager_us=eager_time_us(fused_fn), old_eager_us=eager_time_us(old_fn),
         floor_us=floor, layers=layers,
     )

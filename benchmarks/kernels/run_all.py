@@ -12,8 +12,6 @@ import argparse
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -28,6 +26,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import tachyon.kernels as K  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import env as _env  # noqa: E402
+from timing import graph_time_us, markdown, rel_err  # noqa: E402
 
 BW, FLOPS = 4.25e12, 778e12
 HQ, HKV, D, HIDDEN, INTER, VOCAB, PAGE = 28, 4, 128, 3584, 18944, 152064, 16
@@ -52,34 +54,7 @@ def bench(fn) -> float:
 
 
 def bench_graph(fn, reps: int = 10) -> float | None:
-    """Median per-call time of `reps` back-to-back calls replayed from one CUDA graph (no launch
-    overhead; the L2 stays warm across the calls). None on CPU or when capture fails."""
-    if SMOKE:
-        return None
-    import triton.testing
-
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(reps):
-                fn()
-        return triton.testing.do_bench(g.replay, warmup=10, rep=100, return_mode="median") * 1e3 / reps
-    except Exception as e:  # noqa: BLE001 - a failed capture only loses the graph column
-        print(f"graph capture failed: {e!r}"[:300], flush=True)
-        return None
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    if torch.isnan(out).any():
-        return float("nan")
-    return ((out.double() - ref.double()).norm() / ref.double().norm().clamp_min(1e-30)).item()
+    return graph_time_us(fn, reps, smoke=SMOKE)
 
 
 def record(kernel: str, shape: str, fn, nbytes: float, flops: float, err: float, tol: float,
@@ -357,46 +332,6 @@ def sweep_sampling(gen):
 # ------------------------------------------------------------------------------------ main
 
 
-def env() -> dict:
-    info = dict(python=platform.python_version(), torch=torch.__version__)
-    try:
-        import triton
-
-        info["triton"] = triton.__version__
-    except ImportError:
-        info["triton"] = None
-    if torch.cuda.is_available():
-        info.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda)
-        try:
-            cmd = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-            info["driver"] = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
-        except Exception:
-            pass
-    try:
-        info["git_sha"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                         text=True, timeout=10).stdout.strip() or None
-    except Exception:
-        info["git_sha"] = None
-    return info
-
-
-def markdown(rows: list[dict]) -> str:
-    head = ("| kernel | shape | eager (us) | graph (us) | floor (us) | % of floor | bound | rel err "
-            "| torch ref (us) | ok |")
-    lines = [head, "|---|---|---:|---:|---:|---:|---|---:|---:|---|"]
-    for r in rows:
-        if "time_us" not in r:
-            note = r.get("tv_distance", r.get("error", ""))
-            lines.append(f"| {r['kernel']} | {r['shape']} | | | | | | {note} | | {r['ok']} |")
-            continue
-        ref = r.get("ref_time_us", r.get("torch_sort_baseline_us"))
-        g = "" if r.get("graph_us") is None else f"{r['graph_us']:.1f}"
-        lines.append(f"| {r['kernel']} | {r['shape']} | {r['time_us']:.1f} | {g} | {r['floor_us']:.1f} | "
-                     f"{r['pct_of_floor']:.0f}% | {r['bound']} | {r['rel_err']:.1e} | "
-                     f"{'' if ref is None else f'{ref:.1f}'} | {r['ok']} |")
-    return "\n".join(lines) + "\n"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
@@ -437,7 +372,7 @@ def main() -> None:
     b_sample_distribution(gen)
     sweep_attention(gen)
     sweep_sampling(gen)
-    result = dict(env=env(), smoke=SMOKE, bandwidth_Bps=BW, flops_per_s=FLOPS, wall_s=time.time() - t0, rows=ROWS,
+    result = dict(env=_env(ROOT), smoke=SMOKE, bandwidth_Bps=BW, flops_per_s=FLOPS, wall_s=time.time() - t0, rows=ROWS,
                   sweep=SWEEP)
     (out / "kernels.json").write_text(json.dumps(result, indent=1))
     table = markdown(ROWS)
