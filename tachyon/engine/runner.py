@@ -85,6 +85,9 @@ class ModelRunner:
     def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
         """CUDA only: bytes left for the KV cache after weights, the peak activations of the largest
         step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
+        from tachyon.models.layers import tune_gemv
+
+        gemv_choices = tune_gemv(self.model)  # batch-1 projections: Triton GEMV only where it beats cuBLAS
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         self.model.bind_kv_cache(self._new_caches(1))
@@ -119,7 +122,7 @@ class ModelRunner:
         torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(self.device)
         budget = free - (1.0 - gpu_memory_utilization) * total - activation_peak - graph_bytes
-        self.profile = dict(activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes,
+        self.profile = dict(gemv=gemv_choices, activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes,
                             free_bytes=free, total_bytes=total, kv_budget_bytes=int(budget))
         return int(budget)
 

@@ -11,6 +11,7 @@ from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
+from tachyon.kernels.gemv import gemv_ref, gemv_triton, pick_gemv_config
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
@@ -99,6 +100,13 @@ def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_
     return q
 
 
+def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, config: tuple[int, int] | None) -> torch.Tensor:
+    """x [1, K] @ w^T (+ bias): the Triton GEMV when `config` was picked for this weight, else cuBLAS."""
+    if config is not None and use_triton(x):
+        return gemv_triton(x, w, bias, config)
+    return gemv_ref(x, w, bias)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -126,6 +134,10 @@ __all__ = [
     "rope_cos_sin_cache",
     "qkv_post",
     "silu_and_mul",
+    "gemv",
+    "gemv_ref",
+    "gemv_triton",
+    "pick_gemv_config",
     "sample",
     "store_kv_ref",
     "store_kv_triton",

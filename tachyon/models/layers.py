@@ -33,8 +33,11 @@ class Linear(nn.Module):
                                   default_weight_loader)
         self.bias = (_set_loader(nn.Parameter(torch.empty(out_features), requires_grad=False),
                                  default_weight_loader) if bias else None)
+        self.gemv_config: tuple[int, int] | None = None  # set by tune_gemv when a Triton GEMV wins at M=1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gemv_config is not None and x.shape[0] == 1 and x.stride(-1) == 1:
+            return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -119,3 +122,17 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor):
         return kernels.rotary(q, k, positions, self.cos_sin_cache)
+
+
+def tune_gemv(model: nn.Module) -> dict[str, tuple[int, int] | None]:
+    """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1 and
+    keep the kernel only where it is correct and faster. Returns {"NxK": config or None}."""
+    chosen: dict[tuple, tuple[int, int] | None] = {}
+    for mod in model.modules():
+        if not isinstance(mod, Linear) or not mod.weight.is_cuda:
+            continue
+        key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None)
+        if key not in chosen:
+            chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias)
+        mod.gemv_config = chosen[key]
+    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}": v for k, v in chosen.items()}
