@@ -40,6 +40,7 @@ class RequestGroup:
     def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int], children: list[Request]):
         self.request_id, self.prompt, self.prompt_token_ids = request_id, prompt, prompt_token_ids
         self.children = children
+        self.prompt_logprobs_decoded = False
 
     @property
     def finished(self) -> bool:
@@ -248,7 +249,7 @@ class LLMEngine:
             d = {token: Logprob(tok_lp, rank)}
             for r, (tid, v) in enumerate(zip(top_ids, top_vals)):
                 d.setdefault(tid, Logprob(v, r + 1))
-            req.logprobs.append(d)
+            req.logprobs.append(self._decoded([d])[0])
             req.cumulative_logprob += tok_lp
         stop_str = None
         if req.detokenizer is not None:
@@ -267,7 +268,7 @@ class LLMEngine:
             comps.append(CompletionOutput(
                 index=c.index, text=text, token_ids=list(c.output_token_ids),
                 cumulative_logprob=c.cumulative_logprob if c.logprobs is not None else None,
-                logprobs=self._decoded(c.logprobs), finish_reason=c.finish_reason, stop_reason=c.stop_reason))
+                logprobs=c.logprobs, finish_reason=c.finish_reason, stop_reason=c.stop_reason))
         first = g.children[0]
         first_tok = [c.first_token_time for c in g.children if c.first_token_time is not None]
         fin = [c.finished_time for c in g.children if c.finished_time is not None]
@@ -281,10 +282,18 @@ class LLMEngine:
             num_preemptions=sum(c.num_preemptions for c in g.children),
         )
         return RequestOutput(request_id=g.request_id, prompt=g.prompt, prompt_token_ids=g.prompt_token_ids,
-                             prompt_logprobs=self._decoded(first.prompt_logprobs), outputs=comps,
+                             prompt_logprobs=self._prompt_logprobs_text(g, first), outputs=comps,
                              finished=g.finished, metrics=metrics)
 
+    def _prompt_logprobs_text(self, g: RequestGroup, req: Request):
+        """Prompt logprobs are complete before the first token is sampled: decode their text once."""
+        if req.prompt_logprobs is not None and not g.prompt_logprobs_decoded:
+            self._decoded(req.prompt_logprobs)
+            g.prompt_logprobs_decoded = True
+        return req.prompt_logprobs
+
     def _decoded(self, entries):
+        """Fill each Logprob's decoded_token (in place); returns `entries`."""
         if entries is None or self.tokenizer is None:
             return entries
         for d in entries:
