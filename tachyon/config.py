@@ -44,9 +44,8 @@ class EngineConfig:
     watermark: float = 0.01
     enforce_eager: bool = False
     overlap_scheduling: bool = True
-    enable_prefix_caching: bool = False
     served_model_name: str | None = None
-    hf_config_overrides: dict | None = None
+    hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):

@@ -53,6 +53,8 @@ class LLMEngine:
         self.device = config.resolved_device()
         self.dtype = config.resolved_dtype()
         resolved = resolve_model(config.model, config.load_format)
+        if config.hf_config_overrides:
+            resolved.hf_config.update(config.hf_config_overrides)
         self.model_name = config.served_model_name or resolved.name
         self.model, self.spec = load_model(resolved, device=self.device, dtype=self.dtype, seed=config.seed)
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)

@@ -49,7 +49,6 @@ def register(subparsers: Any) -> None:
     m.add_argument("--kv-cache-memory-gb", type=float, default=None)
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
-    m.add_argument("--enable-prefix-caching", action="store_true", default=None)
     m.add_argument("--enforce-eager", action="store_true", default=None)
     s = p.add_argument_group("HTTP server and guards")
     s.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
@@ -79,7 +78,7 @@ def register(subparsers: Any) -> None:
 
 def _entries(args: argparse.Namespace) -> list[ModelEntry]:
     engine: dict[str, Any] = {k: getattr(args, k) for k in _ENGINE_FLAGS if getattr(args, k) is not None}
-    for flag in ("enable_prefix_caching", "enforce_eager"):
+    for flag in ("enforce_eager",):
         if getattr(args, flag):
             engine[flag] = True
     if args.config:

@@ -69,3 +69,10 @@ def test_truncated_weight_file(tmp_path, tiny_llama):
 def test_max_model_len_beyond_cache(tiny_llama):
     with pytest.raises(ValueError, match="KV cache holds 64 tokens"):
         LLM(tiny_llama, device="cpu", num_kv_blocks=4, block_size=16, max_model_len=128)
+
+
+def test_hf_config_overrides_apply(tiny_llama):
+    llm = LLM(tiny_llama, device="cpu", hf_config_overrides={"max_position_embeddings": 128})
+    assert llm.engine.max_model_len == 128
+    with pytest.raises(ValueError, match="exceeds the model's limit of 128"):
+        LLM(tiny_llama, device="cpu", max_model_len=256, hf_config_overrides={"max_position_embeddings": 128})
