@@ -14,9 +14,10 @@ from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
 from tachyon.engine.runner import ModelRunner, kv_cache_bytes_per_block
+from tachyon.engine.sampler import logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
-from tachyon.sampling import CompletionOutput, Logprob, RequestMetrics, RequestOutput, SamplingParams
+from tachyon.sampling import CompletionOutput, RequestMetrics, RequestOutput, SamplingParams
 
 log = logging.getLogger("tachyon.engine")
 _SEED_MASK = (1 << 63) - 1  # sampling seeds travel as int64
@@ -247,12 +248,8 @@ class LLMEngine:
         if req.first_token_time is None:
             req.first_token_time = now
         if lp is not None:
-            tok_lp, rank, top_ids, top_vals = lp
-            d = {token: Logprob(tok_lp, rank)}
-            for r, (tid, v) in enumerate(zip(top_ids, top_vals)):
-                d.setdefault(tid, Logprob(v, r + 1))
-            req.logprobs.append(self._decoded([d])[0])
-            req.cumulative_logprob += tok_lp
+            req.logprobs.append(self._decoded([logprob_dict(token, lp)])[0])
+            req.cumulative_logprob += lp[0]
         stop_str = None
         if req.detokenizer is not None:
             # a stop token (EOS or stop_token_ids) ends the request but is not part of the text

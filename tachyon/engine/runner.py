@@ -14,10 +14,9 @@ import torch
 from tachyon import kernels
 from tachyon.engine.batch import build_batch
 from tachyon.engine.request import Request
-from tachyon.engine.sampler import Sampler, SampleResult, sampling_tensors
+from tachyon.engine.sampler import Sampler, SampleResult, compute_logprobs, logprob_dict, sampling_tensors
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
-from tachyon.sampling import Logprob
 
 
 @dataclass
@@ -215,15 +214,6 @@ class ModelRunner:
             if first < start or first >= last:
                 continue
             rows = hidden[qsl[i] + first - start: qsl[i] + last - start]
-            lp = torch.log_softmax(self.model.compute_logits(rows).float(), dim=-1)
-            targets = torch.tensor(req.prompt_token_ids[first + 1: last + 1], device=lp.device)
-            tok_lp = lp.gather(1, targets[:, None]).squeeze(1)
-            ranks = ((lp > tok_lp[:, None]).sum(-1) + 1).tolist()
-            k = req.params.prompt_logprobs
-            top = torch.topk(lp, k, dim=-1) if k else None
-            for j in range(len(targets)):
-                d = {int(targets[j]): Logprob(float(tok_lp[j]), ranks[j])}
-                if top is not None:
-                    for r, (tid, v) in enumerate(zip(top.indices[j].tolist(), top.values[j].tolist())):
-                        d.setdefault(tid, Logprob(v, r + 1))
-                req.prompt_logprobs.append(d)
+            targets = req.prompt_token_ids[first + 1: last + 1]
+            entries = compute_logprobs(self.model.compute_logits(rows), targets, req.params.prompt_logprobs)
+            req.prompt_logprobs.extend(logprob_dict(t, e) for t, e in zip(targets, entries))

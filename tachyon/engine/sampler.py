@@ -14,6 +14,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request
+from tachyon.sampling import Logprob
 
 
 @dataclass
@@ -68,7 +69,16 @@ def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
         ids, vals = top.indices.tolist(), top.values.tolist()
     else:
         ids = vals = [[] for _ in token_ids]
-    return [(float(tok_lp[i]), int(ranks[i]), ids[i], vals[i]) for i in range(len(token_ids))]
+    return list(zip(tok_lp.tolist(), ranks.tolist(), ids, vals))  # one device->host copy per field
+
+
+def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> dict[int, Logprob]:
+    """One position's entry as vLLM returns it: the chosen token plus the top-k (ranks from 1)."""
+    tok_lp, rank, top_ids, top_vals = row
+    d = {token: Logprob(tok_lp, rank)}
+    for r, (tid, v) in enumerate(zip(top_ids, top_vals)):
+        d.setdefault(tid, Logprob(v, r + 1))
+    return d
 
 
 class Sampler:
