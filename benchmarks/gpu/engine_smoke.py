@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--max-num-seqs", type=int, default=512)
     ap.add_argument("--nano-limit", type=int, default=None)
     ap.add_argument("--no-overlap", action="store_true")
+    ap.add_argument("--max-num-batched-tokens", type=int, default=8192)
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,7 @@ def main() -> None:
                 results["parity"].append(parity(shape, dt))
                 print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,
                   max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
@@ -114,7 +115,8 @@ def main() -> None:
         print(f"{shape}: startup {startup:.1f} s, blocks {llm.engine.pool.num_blocks}, profile {prof}", flush=True)
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
-            r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap)
+            r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap,
+                     max_num_batched_tokens=args.max_num_batched_tokens)
             if wl == "bs1":
                 spec = llm.engine.spec
                 weight_bytes = (spec.num_params() - spec.vocab_size * spec.hidden_size

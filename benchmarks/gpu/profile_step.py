@@ -33,6 +33,48 @@ def replay_ms(graphs, bucket: int, iters: int = 50) -> float:
     return start.elapsed_time(end) / iters
 
 
+def engine_loop(llm: LLM) -> dict:
+    """seed8-shaped decode loop (8 prompts, temperature 0.7, top-p 0.9): per engine step the wall time and
+    the part spent waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck."""
+    from tachyon.engine import runner as runner_mod
+
+    waits: list[float] = []
+    orig = runner_mod.PendingStep.tokens
+
+    def timed(self):
+        t = time.perf_counter()
+        out = orig(self)
+        waits.append(time.perf_counter() - t)
+        return out
+
+    engine = llm.engine
+    steps: list[float] = []
+    orig_step = engine.step
+
+    def timed_step(*a, **k):
+        t = time.perf_counter()
+        out = orig_step(*a, **k)
+        steps.append(time.perf_counter() - t)
+        return out
+
+    prompts = [[11 + i] * (15 + 3 * i) for i in range(8)]
+    params = [SamplingParams(temperature=0.7, top_p=0.9, seed=i, max_tokens=128, ignore_eos=True) for i in range(8)]
+    llm.generate(prompts, params, use_tqdm=False)
+    runner_mod.PendingStep.tokens = timed
+    engine.step = timed_step
+    try:
+        t0 = time.perf_counter()
+        llm.generate(prompts, params, use_tqdm=False)
+        wall = time.perf_counter() - t0
+    finally:
+        runner_mod.PendingStep.tokens = orig
+        engine.step = orig_step
+    mid = sorted(steps)[len(steps) // 2]
+    return dict(steps=len(steps), wall_s=wall, step_ms_median=1e3 * mid,
+                wait_ms_median=1e3 * sorted(waits)[len(waits) // 2] if waits else None,
+                host_ms_median=1e3 * (mid - (sorted(waits)[len(waits) // 2] if waits else 0.0)))
+
+
 def profile_shape(shape: str) -> dict:
     llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=512)
     sp = SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)
@@ -44,6 +86,13 @@ def profile_shape(shape: str) -> dict:
     graphs = llm.engine.runner.graphs
     res = dict(shape=shape, bs1_tpot_ms=tpot * 1e3, bs1_tok_s=256 / dt,
                replay_ms={b: replay_ms(graphs, b) for b in (1, 8, 64, 256, 512) if b in graphs.graphs})
+    # the same bucket-8 graph with seed8's sampling (temperature 0.7, top-p 0.9) in its input buffers
+    graphs.temperature[:8] = 0.7
+    graphs.top_p[:8] = 0.9
+    res["replay_ms_b8_top_p"] = replay_ms(graphs, 8)
+    graphs.temperature.zero_()
+    graphs.top_p.fill_(1.0)
+    res["seed8_loop"] = engine_loop(llm)
     # host cost of one step without the GPU: time the Python of graphs.run minus replay
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for _ in range(3):
@@ -54,6 +103,16 @@ def profile_shape(shape: str) -> dict:
         rows.append(dict(name=e.key[:80], calls=e.count // 3, us_per_step=e.device_time_total / 3))
     res["eager_bs1_kernels"] = rows
     res["eager_bs1_kernel_launches"] = sum(e.count for e in prof.key_averages()) // 3
+    graphs.temperature[:8] = 0.7
+    graphs.top_p[:8] = 0.9
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            graphs._step(8)
+        torch.cuda.synchronize()
+    graphs.temperature.zero_()
+    graphs.top_p.fill_(1.0)
+    res["eager_b8_top_p_kernels"] = [dict(name=e.key[:80], calls=e.count // 3, us_per_step=e.device_time_total / 3)
+                                     for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:12]]
     del llm, graphs
     gc.collect()
     torch.cuda.empty_cache()
@@ -73,6 +132,7 @@ def main() -> None:
         results.append(r)
         (out / "profile_step.json").write_text(json.dumps(results, indent=1))
         print(f"{shape}: bs1 TPOT {r['bs1_tpot_ms']:.3f} ms; graph replay ms {r['replay_ms']}; "
+              f"b8 top-p replay {r['replay_ms_b8_top_p']:.3f} ms; seed8 loop {r['seed8_loop']}; "
               f"{r['eager_bs1_kernel_launches']} kernels/step", flush=True)
         for k in r["eager_bs1_kernels"][:10]:
             print(f"   {k['us_per_step']:9.1f} us  x{k['calls']:4d}  {k['name']}", flush=True)

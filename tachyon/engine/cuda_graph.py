@@ -3,7 +3,8 @@
 Contract: the graphs read only from static device buffers owned here and write logits and tokens
 into static outputs; `run` fills the inputs for a decode-only batch (every request has exactly one
 new token), pads the batch to its bucket (padding rows store to slot -1 and are discarded) and
-replays. All host inputs of a step travel in three pinned staging buffers, one copy each.
+replays. All host inputs of a step travel in four pinned staging buffers, one copy each (block
+tables: only the bucket's rows); two such sets alternate so filling step N+1 never races the upload of N.
 Graphs bake in the KV-cache tensors' addresses: capture after the cache is allocated, never free it.
 """
 
@@ -30,23 +31,30 @@ class DecodeGraphRunner:
         self.max_bs = max_batch
         self.max_blocks = -(-max_model_len // block_size)
         B, MB = self.max_bs, self.max_blocks
-        # staging layouts: i64 = ids | positions | slots | seeds | steps | src ; i32 = seq_lens | top_k | table
-        self._i64_host = torch.zeros(6 * B, dtype=torch.int64, pin_memory=True)
-        self._i32_host = torch.zeros(2 * B + B * MB, dtype=torch.int32, pin_memory=True)
-        self._f32_host = torch.zeros(3 * B, dtype=torch.float32, pin_memory=True)
-        self._i64_np, self._i32_np, self._f32_np = (t.numpy() for t in (self._i64_host, self._i32_host,
-                                                                         self._f32_host))
-        self._i64 = torch.zeros_like(self._i64_host, device=device)
-        self._i32 = torch.zeros_like(self._i32_host, device=device)
-        self._f32 = torch.zeros_like(self._f32_host, device=device)
+        # staging: two pinned host sets, used alternately, each uploaded by one copy per buffer.
+        # i64 = ids | positions | slots | seeds | steps | src ; i32 = seq_lens | top_k ; f32 = temp | top_p | min_p;
+        # tables [B, MB] row-major, so a bucket's rows are one contiguous prefix (only those travel)
+        self._host = [self._new_host_set() for _ in range(2)]
+        self._host_free = [None, None]  # event after the last upload from each set
+        self._set = 0
+        self._i64 = torch.zeros(6 * B, dtype=torch.int64, device=device)
+        self._i32 = torch.zeros(2 * B, dtype=torch.int32, device=device)
+        self._f32 = torch.zeros(3 * B, dtype=torch.float32, device=device)
+        self.block_tables = torch.zeros(B, MB, dtype=torch.int32, device=device)
         self.input_ids, self.positions, self.slots, self.seeds, self.steps, self.src = self._i64.view(6, B)
-        self.seq_lens, self.top_k = self._i32[: 2 * B].view(2, B)
-        self.block_tables = self._i32[2 * B:].view(B, MB)
+        self.seq_lens, self.top_k = self._i32.view(2, B)
         self.temperature, self.top_p, self.min_p = self._f32.view(3, B)
         self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.pool = None
+
+    def _new_host_set(self) -> tuple[torch.Tensor, ...]:
+        B, MB = self.max_bs, self.max_blocks
+        return (torch.zeros(6 * B, dtype=torch.int64, pin_memory=True),
+                torch.zeros(2 * B, dtype=torch.int32, pin_memory=True),
+                torch.zeros(3 * B, dtype=torch.float32, pin_memory=True),
+                torch.zeros(B, MB, dtype=torch.int32, pin_memory=True))
 
     def _meta(self, bs: int) -> AttentionMetadata:
         # max_seq_len = max_model_len: the kernels' launch shape must cover any context length
@@ -67,8 +75,9 @@ class DecodeGraphRunner:
     @torch.inference_mode()
     def capture(self, buckets: list[int] | None = None) -> None:
         """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
-        self._fill_padding(0, self.max_bs)
-        self._upload()
+        for _ in range(2):
+            self._fill_padding(0, self.max_bs)
+            self._upload(self.max_bs)
         torch.cuda.synchronize()
         for bs in sorted(buckets or self.buckets, reverse=True):
             self._step(bs)  # warm-up: compiles kernels, settles the allocator
@@ -93,25 +102,41 @@ class DecodeGraphRunner:
         return None
 
     def _fill_padding(self, start: int, end: int) -> None:
+        """Padding rows [start, end) of the current host set: store nothing, attend to one key, greedy."""
         if start >= end:
             return
         B = self.max_bs
-        i64, i32, f32 = self._i64_np, self._i32_np, self._f32_np
+        i64, i32, f32, tables = (t.numpy() for t in self._host[self._set])
         for k in range(5):
             i64[k * B + start: k * B + end] = 0
         i64[2 * B + start: 2 * B + end] = -1  # slot -1: padding rows store nothing
         i64[5 * B + start: 5 * B + end] = -1
         i32[start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
         i32[B + start: B + end] = 0
-        i32[2 * B + start * self.max_blocks: 2 * B + end * self.max_blocks] = 0
+        tables[start:end, 0] = 0
         f32[start:end] = 0.0
         f32[B + start: B + end] = 1.0
         f32[2 * B + start: 2 * B + end] = 0.0
 
-    def _upload(self) -> None:
-        self._i64.copy_(self._i64_host, non_blocking=True)
-        self._i32.copy_(self._i32_host, non_blocking=True)
-        self._f32.copy_(self._f32_host, non_blocking=True)
+    def _upload(self, rows: int) -> None:
+        """Copy the current host set to the device (table rows [0, rows) only), then flip sets. The
+        copies are stream-ordered after the previous replay, which may still be reading the inputs."""
+        i64, i32, f32, tables = self._host[self._set]
+        self._i64.copy_(i64, non_blocking=True)
+        self._i32.copy_(i32, non_blocking=True)
+        self._f32.copy_(f32, non_blocking=True)
+        self.block_tables[:rows].copy_(tables[:rows], non_blocking=True)
+        ev = torch.cuda.Event()
+        ev.record()
+        self._host_free[self._set] = ev
+        self._set ^= 1
+
+    def _host_set(self) -> tuple:
+        """The host set to fill next, once its previous upload has finished (normally long ago)."""
+        ev = self._host_free[self._set]
+        if ev is not None:
+            ev.synchronize()
+        return tuple(t.numpy() for t in self._host[self._set])
 
     def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
@@ -119,8 +144,8 @@ class DecodeGraphRunner:
         Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run."""
         bs = len(reqs)
         bucket = self.bucket_for(bs)
-        B, MB, bsz = self.max_bs, self.max_blocks, self.block_size
-        i64, i32, f32 = self._i64_np, self._i32_np, self._f32_np
+        B, bsz = self.max_bs, self.block_size
+        i64, i32, f32, tables = self._host_set()
         for i, r in enumerate(reqs):
             pos = r.num_tokens - 1
             p = r.params
@@ -132,13 +157,12 @@ class DecodeGraphRunner:
             i64[5 * B + i] = src_rows[i]
             i32[i] = pos + 1
             i32[B + i] = p.top_k
-            row = 2 * B + i * MB
-            i32[row: row + len(r.block_ids)] = r.block_ids
+            tables[i, : len(r.block_ids)] = r.block_ids
             f32[i] = p.temperature
             f32[B + i] = p.top_p
             f32[2 * B + i] = p.min_p
         self._fill_padding(bs, bucket)
-        self._upload()
+        self._upload(bucket)
         self.graphs[bucket].replay()
         logits, tokens = self.outputs[bucket]
         return logits[:bs], tokens[:bs]

@@ -100,8 +100,10 @@ def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_
     return q
 
 
-def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, config: tuple[int, int] | None) -> torch.Tensor:
-    """x [1, K] @ w^T (+ bias): the Triton GEMV when `config` was picked for this weight, else cuBLAS."""
+def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+         config: tuple[int, int, int, int] | None) -> torch.Tensor:
+    """x [M <= 8, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked for this weight, else
+    cuBLAS."""
     if config is not None and use_triton(x):
         return gemv_triton(x, w, bias, config)
     return gemv_ref(x, w, bias)

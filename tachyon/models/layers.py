@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tachyon import kernels
+from tachyon.kernels.gemv import MAX_M
 
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
@@ -33,11 +34,14 @@ class Linear(nn.Module):
                                   default_weight_loader)
         self.bias = (_set_loader(nn.Parameter(torch.empty(out_features), requires_grad=False),
                                  default_weight_loader) if bias else None)
-        self.gemv_config: tuple[int, int] | None = None  # set by tune_gemv when a Triton GEMV wins at M=1
+        # set by tune_gemv: the Triton skinny-GEMM config for M == 1 and for 2 <= M <= MAX_M, where it wins
+        self.gemv_configs: dict[int, tuple[int, int, int, int]] = {}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gemv_config is not None and x.shape[0] == 1 and x.stride(-1) == 1:
-            return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
+        if self.gemv_configs and x.shape[0] <= MAX_M and x.stride(-1) == 1:
+            cfg = self.gemv_configs.get(1 if x.shape[0] == 1 else MAX_M)
+            if cfg is not None:
+                return kernels.gemv(x, self.weight, self.bias, cfg)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -124,15 +128,19 @@ class RotaryEmbedding(nn.Module):
         return kernels.rotary(q, k, positions, self.cos_sin_cache)
 
 
-def tune_gemv(model: nn.Module) -> dict[str, tuple[int, int] | None]:
-    """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1 and
-    keep the kernel only where it is correct and faster. Returns {"NxK": config or None}."""
-    chosen: dict[tuple, tuple[int, int] | None] = {}
+def tune_gemv(model: nn.Module, batch_sizes: tuple[int, ...] = (1, MAX_M)) -> dict[str, tuple | None]:
+    """CUDA: for each distinct Linear weight shape and each M in `batch_sizes` (1: batch 1; MAX_M: the
+    config used for 2..MAX_M rows), time cuBLAS against the Triton skinny GEMM inside CUDA graphs and
+    keep the kernel only where it is correct and faster. Returns {"NxK@M": config or None}."""
+    chosen: dict[tuple, tuple | None] = {}
     for mod in model.modules():
         if not isinstance(mod, Linear) or not mod.weight.is_cuda:
             continue
-        key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None)
-        if key not in chosen:
-            chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias)
-        mod.gemv_config = chosen[key]
-    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}": v for k, v in chosen.items()}
+        mod.gemv_configs = {}
+        for m in batch_sizes:
+            key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None, m)
+            if key not in chosen:
+                chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias, m)
+            if chosen[key] is not None:
+                mod.gemv_configs[m] = chosen[key]
+    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}@{k[4]}": v for k, v in chosen.items()}

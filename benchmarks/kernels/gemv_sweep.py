@@ -1,0 +1,73 @@
+"""Skinny-GEMM sweep on the GPU: for every projection shape of the given model shapes and M in (1, 8),
+cuBLAS against each Triton config (graph-timed, weights cycled past the L2 as in a decode step),
+with the bandwidth each reaches and the config the engine would pick.
+
+Usage (GPU machine, repo root): python3 benchmarks/kernels/gemv_sweep.py --out $OUT [--shapes ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tachyon.kernels.gemv import CONFIGS, MAX_M, _graph_time_ms, gemv_triton, pick_gemv_config  # noqa: E402
+from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
+
+COPY_BW = 4.25e12
+
+
+def projections(shape: str) -> dict[str, tuple[int, int, bool]]:
+    c = BUILTIN_SHAPES[shape]
+    h, d = c["hidden_size"], c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    q, kv, inter = c["num_attention_heads"] * d, c["num_key_value_heads"] * d, c["intermediate_size"]
+    bias = bool(c.get("attention_bias", c.get("model_type") == "qwen2"))
+    return {"qkv": (q + 2 * kv, h, bias), "o": (h, q, False), "gate_up": (2 * inter, h, False),
+            "down": (h, inter, False)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
+    args = ap.parse_args()
+    rows = []
+    for shape in args.shapes.split(","):
+        for name, (n, k, bias) in projections(shape).items():
+            w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+            b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
+            weights = [w] + [w.clone() for _ in range(max(0, -(-(160 << 20) // (w.numel() * 2)) - 1))]
+            nbytes = w.numel() * 2
+            for m in (1, MAX_M):
+                x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
+                res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)
+                res["configs"] = {}
+                for cfg in CONFIGS[1 if m == 1 else MAX_M]:
+                    try:
+                        us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b: gemv_triton(x, wi, b, cfg),
+                                                  weights)
+                    except Exception as e:  # noqa: BLE001
+                        us = f"error: {e}"[:200]
+                    res["configs"][str(cfg)] = us
+                res["picked"] = pick_gemv_config(w, b, m)
+                rows.append(res)
+                best = min((v for v in res["configs"].values() if isinstance(v, float)), default=float("nan"))
+                print(f"{shape:11s} {name:8s} M={m} N={n:6d} K={k:6d} floor {res['floor_us']:7.1f} us  "
+                      f"cuBLAS {res['cublas_us']:7.1f} ({res['floor_us'] / res['cublas_us']:4.0%})  "
+                      f"best triton {best:7.1f} ({res['floor_us'] / best:4.0%})  picked {res['picked']}", flush=True)
+            del weights, w
+            torch.cuda.empty_cache()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gemv_sweep.json").write_text(json.dumps(dict(gpu=torch.cuda.get_device_name(), rows=rows), indent=1))
+
+
+if __name__ == "__main__":
+    main()
