@@ -1,4 +1,4 @@
-"""Skinny-GEMM sweep on the GPU: for every projection shape of the given model shapes and M in (1, 8),
+"""Batch-1 GEMV sweep on the GPU: for every projection shape of the given model shapes,
 cuBLAS against each Triton config (graph-timed, weights cycled past the L2 as in a decode step),
 with the bandwidth each reaches and the config the engine would pick.
 
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tachyon.kernels.gemv import CONFIGS, MAX_M, _graph_time_ms, gemv_triton, pick_gemv_config  # noqa: E402
+from tachyon.kernels.gemv import CONFIGS, _graph_time_ms, gemv_triton, pick_gemv_config  # noqa: E402
 from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 
 COPY_BW = 4.25e12
@@ -44,19 +44,19 @@ def main() -> None:
             b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
             weights = [w] + [w.clone() for _ in range(max(0, -(-(160 << 20) // (w.numel() * 2)) - 1))]
             nbytes = w.numel() * 2
-            for m in (1, MAX_M):
+            for m in (1,):
                 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                 res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
                 res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)
                 res["configs"] = {}
-                for cfg in CONFIGS[1 if m == 1 else MAX_M]:
+                for cfg in CONFIGS:
                     try:
                         us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b: gemv_triton(x, wi, b, cfg),
                                                   weights)
                     except Exception as e:  # noqa: BLE001
                         us = f"error: {e}"[:200]
                     res["configs"][str(cfg)] = us
-                res["picked"] = pick_gemv_config(w, b, m)
+                res["picked"] = pick_gemv_config(w, b)
                 rows.append(res)
                 best = min((v for v in res["configs"].values() if isinstance(v, float)), default=float("nan"))
                 print(f"{shape:11s} {name:8s} M={m} N={n:6d} K={k:6d} floor {res['floor_us']:7.1f} us  "

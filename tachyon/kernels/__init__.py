@@ -11,7 +11,16 @@ from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
-from tachyon.kernels.gemv import gemv_ref, gemv_triton, pick_gemv_config
+from tachyon.kernels.gemv import (
+    gemv_ref,
+    gemv_triton,
+    pick_fused_config,
+    pick_gemv_config,
+    rmsnorm_gemv_ref,
+    rmsnorm_gemv_triton,
+    silu_gemv_ref,
+    silu_gemv_triton,
+)
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
@@ -102,11 +111,23 @@ def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_
 
 def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
          config: tuple[int, int, int, int] | None) -> torch.Tensor:
-    """x [M <= 8, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked for this weight, else
-    cuBLAS."""
+    """x [1, K] @ w^T (+ bias): the Triton GEMV when `config` was picked for this weight, else cuBLAS."""
     if config is not None and use_triton(x):
         return gemv_triton(x, w, bias, config)
     return gemv_ref(x, w, bias)
+
+
+def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float, w: torch.Tensor,
+                 bias: torch.Tensor | None, config: tuple[int, int, int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch 1: (linear(rmsnorm(x + residual)), x + residual) in one Triton kernel on CUDA."""
+    fn = rmsnorm_gemv_triton if use_triton(x) else rmsnorm_gemv_ref
+    return fn(x, residual, norm_w, eps, w, bias, config)
+
+
+def silu_gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+              config: tuple[int, int, int, int]) -> torch.Tensor:
+    """Batch 1: linear(silu(gate) * up) of a gate|up row in one Triton kernel on CUDA."""
+    return (silu_gemv_triton if use_triton(x) else silu_gemv_ref)(x, w, bias, config)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -140,6 +161,13 @@ __all__ = [
     "gemv_ref",
     "gemv_triton",
     "pick_gemv_config",
+    "pick_fused_config",
+    "rmsnorm_gemv",
+    "rmsnorm_gemv_ref",
+    "rmsnorm_gemv_triton",
+    "silu_gemv",
+    "silu_gemv_ref",
+    "silu_gemv_triton",
     "sample",
     "store_kv_ref",
     "store_kv_triton",

@@ -1,11 +1,15 @@
-"""Skinny GEMM y = x W^T (+ b) for decode at batch sizes 1-8, where cuBLAS picks small-tile kernels
+"""Batch-1 GEMV y = x W^T (+ b) for decode at batch size 1, where cuBLAS picks small-tile kernels
 that leave memory bandwidth unused on some projection shapes.
 
-Contract (reference and Triton alike): x [M, K] with M <= MAX_M (rows contiguous, any row stride),
-w [N, K] (row-contiguous), bias [N] or None -> y [M, N] contiguous in x's dtype, accumulated in fp32.
-The Triton kernel gives each program BLOCK_N output features and streams their K columns once for
-all M rows (the weight is read once whatever M is); no split-K, so the sum order is fixed
-(deterministic). A config is (BLOCK_M, BLOCK_N, BLOCK_K, num_warps); BLOCK_M >= M.
+Contract (reference and Triton alike): x [1, K] (row-contiguous), w [N, K] (row-contiguous),
+bias [N] or None -> y [1, N] in x's dtype, accumulated in fp32. Two fused variants compute the GEMV's
+input in its prologue, rounded exactly as the standalone kernels round it: `rmsnorm_gemv` (RMSNorm of
+x + residual; also returns the new residual stream) and `silu_gemv` (silu(gate) * up of a gate|up row),
+saving a kernel and a round trip per projection at batch 1. The Triton kernel gives each program
+BLOCK_N output features and streams their K columns once, accumulating elementwise products in a
+[BLOCK_N, BLOCK_K] fp32 tile (no cross-thread reduction inside the loop) that is reduced once at
+the end; loads are software-pipelined over STAGES iterations. No split-K, so the sum order is fixed
+(deterministic). A config is (BLOCK_N, BLOCK_K, num_warps, STAGES).
 `pick_gemv_config` times cuBLAS against the candidates on the real weight inside CUDA graphs (so
 host launch cost, which the engine's graphs remove, does not decide) and returns a config only when
 the kernel is correct (rel. error <= 1e-2 vs cuBLAS) and faster: GEMMs stay on cuBLAS unless the
@@ -19,14 +23,10 @@ import torch.nn.functional as F
 
 from tachyon.kernels._triton import HAS_TRITON, require_triton, tl, triton
 
-MAX_M = 8
-GemvConfig = tuple[int, int, int, int]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
-# candidates per BLOCK_M: small BLOCK_N so even N = 1024 gives hundreds of programs; large BLOCK_K so
-# each program keeps many bytes of the weight in flight (no split-K needed at these sizes)
-CONFIGS: dict[int, tuple[GemvConfig, ...]] = {
-    1: ((1, 4, 1024, 4), (1, 8, 512, 4), (1, 8, 1024, 8), (1, 16, 512, 8), (1, 2, 2048, 4), (1, 16, 256, 4)),
-    8: ((8, 4, 256, 4), (8, 8, 256, 8), (8, 16, 128, 8)),
-}
+GemvConfig = tuple[int, int, int, int]  # (BLOCK_N, BLOCK_K, num_warps, STAGES)
+# small BLOCK_N so even N = 1024 gives hundreds of programs; BLOCK_K x STAGES keeps weight bytes in flight
+CONFIGS: tuple[GemvConfig, ...] = ((2, 2048, 4, 1), (4, 1024, 4, 1), (4, 1024, 4, 3), (8, 512, 4, 3),
+                                   (2, 1024, 4, 3), (4, 512, 4, 4), (8, 1024, 8, 2))
 
 
 def gemv_ref(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
@@ -36,49 +36,125 @@ def gemv_ref(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                 EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """Program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M rows. Rows past N are clamped to N - 1 for
-    the loads (always in bounds, no load mask) and dropped at the store."""
+def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, inv_rms, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
+    """The GEMV input at columns k, computed from its sources: x itself (PROLOGUE 0); RMSNorm of
+    x (+ residual) with weight nw, rounded as the standalone kernel rounds (1); silu(gate) * up of a
+    [1, 2K] gate|up row (2). Returns (fp32 input chunk, residual-stream chunk h for PROLOGUE 1)."""
+    x = tl.load(x_ptr + k, mask=kmask, other=0.0)
+    h = x
+    if PROLOGUE == 1:
+        if HAS_RES:
+            r = tl.load(r_ptr + k, mask=kmask, other=0.0)
+            h = (x.to(tl.float32) + r.to(tl.float32)).to(x.dtype)
+        normed = (h.to(tl.float32) * inv_rms).to(x.dtype)
+        nw = tl.load(nw_ptr + k, mask=kmask, other=0.0)
+        xe = (nw.to(tl.float32) * normed.to(tl.float32)).to(x.dtype).to(tl.float32)
+    elif PROLOGUE == 2:
+        u = tl.load(x_ptr + K + k, mask=kmask, other=0.0)
+        gf = x.to(tl.float32)
+        act = (gf / (1.0 + tl.exp(-gf))).to(x.dtype)
+        xe = (act.to(tl.float32) * u.to(tl.float32)).to(x.dtype).to(tl.float32)
+    else:
+        xe = x.to(tl.float32)
+    return xe, h
+
+
+@triton.jit
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
+    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
+    (always in bounds, no row mask) and dropped at the store. PROLOGUE 1: every program first sums
+    the squares of h = x (+ residual) for the RMS (a cheap L2-resident pass); program 0 alone writes h."""
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
-    m = tl.arange(0, BLOCK_M)
-    mmask = m < M
-    x_rows = x_ptr + m.to(tl.int64) * stride_xm
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    inv_rms = 1.0
+    if PROLOGUE == 1:
+        ss = tl.zeros([BLOCK_K], dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            k = k0 + tl.arange(0, BLOCK_K)
+            kmask = k < K
+            h = tl.load(x_ptr + k, mask=kmask, other=0.0)
+            if HAS_RES:
+                r = tl.load(r_ptr + k, mask=kmask, other=0.0)
+                h = (h.to(tl.float32) + r.to(tl.float32)).to(h.dtype)
+                if pid == 0:
+                    tl.store(h_ptr + k, h, mask=kmask)
+            hf = h.to(tl.float32)
+            ss += hf * hf
+        inv_rms = tl.rsqrt(tl.sum(ss, 0) / K + eps)
+    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
-            w = tl.load(w_rows[:, None] + k[None, :]).to(tl.float32)
-            x = tl.load(x_rows[:, None] + k[None, :], mask=mmask[:, None], other=0.0).to(tl.float32)
+            kmask = k < k0 + BLOCK_K  # all true; lets the compiler drop the mask
+            w = tl.load(w_rows[:, None] + k[None, :])
         else:
             kmask = k < K
-            w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0).to(tl.float32)
-            x = tl.load(x_rows[:, None] + k[None, :], mask=mmask[:, None] & kmask[None, :], other=0.0).to(tl.float32)
-        acc += tl.sum(x[:, None, :] * w[None, :, :], axis=2)
+            w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+        xe, _ = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, inv_rms, PROLOGUE, HAS_RES)
+        acc += w.to(tl.float32) * xe[None, :]
+    y = tl.sum(acc, axis=1)
     if HAS_BIAS:
-        acc += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)[None, :]
-    tl.store(y_ptr + m[:, None] * N + n[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=mmask[:, None] & nmask[None, :])
+        y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
+
+
+def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
+    require_triton()
+    N, K = w.shape
+    block_n, block_k, num_warps, stages = config or CONFIGS[0]
+    y = torch.empty(1, N, dtype=x.dtype, device=x.device)
+    _gemv_kernel[(triton.cdiv(N, block_n),)](
+        x, w, bias if bias is not None else w, y, residual if residual is not None else x,
+        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
+        BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
+    )
+    return y
 
 
 def gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                 config: GemvConfig | None = None) -> torch.Tensor:
-    require_triton()
-    M, K = x.shape
-    N = w.shape[0]
-    block_m, block_n, block_k, num_warps = config or CONFIGS[1][0]
-    assert M <= block_m and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
-    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
-    _gemv_kernel[(triton.cdiv(N, block_n),)](
-        x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        num_warps=num_warps,
-    )
-    return y
+    assert x.dim() == 2 and x.shape[0] == 1 and x.stride(-1) == 1 and w.stride(-1) == 1
+    return _launch(x, w, bias, config)
+
+
+def rmsnorm_gemv_ref(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float,
+                     w: torch.Tensor, bias: torch.Tensor | None = None,
+                     config: GemvConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(linear(rmsnorm(x + residual)), x + residual); x itself as the residual stream when None."""
+    from tachyon.kernels.rmsnorm import rmsnorm_ref
+
+    out, h = rmsnorm_ref(x, norm_w, eps, residual)
+    return F.linear(out, w, bias), h
+
+
+def rmsnorm_gemv_triton(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float,
+                        w: torch.Tensor, bias: torch.Tensor | None = None,
+                        config: GemvConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One kernel at batch 1: RMSNorm (+ residual add) in the GEMV's prologue. x, residual [1, K] contiguous."""
+    assert x.shape[0] == 1 and x.is_contiguous() and (residual is None or residual.is_contiguous())
+    h = torch.empty_like(x) if residual is not None else x
+    y = _launch(x, w, bias, config, 1, residual, norm_w, h if residual is not None else None, eps)
+    return y, h
+
+
+def silu_gemv_ref(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+                  config: GemvConfig | None = None) -> torch.Tensor:
+    """linear(silu(gate) * up) of a gate|up row x [1, 2K]."""
+    from tachyon.kernels.activation import silu_and_mul_ref
+
+    return F.linear(silu_and_mul_ref(x), w, bias)
+
+
+def silu_gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+                     config: GemvConfig | None = None) -> torch.Tensor:
+    """One kernel at batch 1: SiLU-and-mul in the GEMV's prologue. x [1, 2K] contiguous."""
+    assert x.shape[0] == 1 and x.is_contiguous() and x.shape[1] == 2 * w.shape[1]
+    return _launch(x, w, bias, config, 2)
 
 
 def _graph_time_ms(fn, weights: list[torch.Tensor], replays: int = 5) -> float:
@@ -110,27 +186,61 @@ def _graph_time_ms(fn, weights: list[torch.Tensor], replays: int = 5) -> float:
     return ms
 
 
-def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, m: int = 1,
-                     l2_bytes: int = 160 << 20) -> GemvConfig | None:
-    """CUDA only: the fastest correct Triton config for x [m, K] @ w^T (m <= MAX_M), or None if cuBLAS
-    is at least 3% faster (or anything goes wrong: the engine then simply keeps cuBLAS). Timing cycles
-    through copies of `w` totalling at least `l2_bytes` (temporary memory)."""
-    if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1 and 1 <= m <= MAX_M):
+def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int) -> GemvConfig | None:
+    """The fastest correct config of `candidate(w_i, cfg)` if it beats `baseline(w_i)` by 3%, else None."""
+    copies = max(1, -(-l2_bytes // (w.numel() * w.element_size())))
+    weights = [w] + [w.clone() for _ in range(copies - 1)]
+    ref = baseline(w).float()
+    best, best_ms = None, _graph_time_ms(baseline, weights)
+    for cfg in CONFIGS:
+        out = candidate(w, cfg).float()
+        err = ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        if not err <= 1e-2:
+            continue
+        ms = _graph_time_ms(lambda wi, cfg=cfg: candidate(wi, cfg), weights)
+        if ms < 0.97 * best_ms:
+            best, best_ms = cfg, ms
+    return best
+
+
+def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, l2_bytes: int = 160 << 20) -> GemvConfig | None:
+    """CUDA only: the fastest correct Triton config for x [1, K] @ w^T, or None unless it beats cuBLAS by
+    3% (or if anything goes wrong: the engine then simply keeps cuBLAS). Timing cycles through copies
+    of `w` totalling at least `l2_bytes` (temporary memory)."""
+    if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1):
         return None
     try:
-        x = torch.randn(m, w.shape[1], device=w.device, dtype=w.dtype)
-        ref = F.linear(x, w, bias).float()
-        copies = max(1, -(-l2_bytes // (w.numel() * w.element_size())))
-        weights = [w] + [w.clone() for _ in range(copies - 1)]
-        best, best_ms = None, _graph_time_ms(lambda wi: F.linear(x, wi, bias), weights)
-        for cfg in CONFIGS[1 if m == 1 else MAX_M]:
-            out = gemv_triton(x, w, bias, cfg).float()
-            err = ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
-            if not err <= 1e-2:
-                continue
-            ms = _graph_time_ms(lambda wi, cfg=cfg: gemv_triton(x, wi, bias, cfg), weights)
-            if ms < 0.97 * best_ms:
-                best, best_ms = cfg, ms
-        return best
+        x = torch.randn(1, w.shape[1], device=w.device, dtype=w.dtype)
+        return _pick(w, lambda wi: F.linear(x, wi, bias), lambda wi, cfg: gemv_triton(x, wi, bias, cfg), l2_bytes)
+    except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
+        return None
+
+
+def pick_fused_config(w: torch.Tensor, bias: torch.Tensor | None, prologue: str, plain: GemvConfig | None,
+                      norm_w: torch.Tensor | None = None, eps: float = 1e-6,
+                      l2_bytes: int = 160 << 20) -> GemvConfig | None:
+    """CUDA only: the fastest correct fused config ("rmsnorm" or "silu" prologue) if it beats the unfused
+    pair the engine would otherwise run (the standalone Triton kernel, then the GEMV with `plain` or
+    cuBLAS) by 3%; else None."""
+    if prologue not in ("rmsnorm", "silu"):
+        raise ValueError(f"prologue must be 'rmsnorm' or 'silu', got {prologue!r}")
+    if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1):
+        return None
+    try:
+        from tachyon.kernels.activation import silu_and_mul_triton
+        from tachyon.kernels.rmsnorm import rmsnorm_triton
+
+        K = w.shape[1]
+
+        def linear(a, wi):
+            return gemv_triton(a, wi, bias, plain) if plain is not None else F.linear(a, wi, bias)
+
+        if prologue == "rmsnorm":
+            x, r = (torch.randn(1, K, device=w.device, dtype=w.dtype) for _ in range(2))
+            return _pick(w, lambda wi: linear(rmsnorm_triton(x, norm_w, eps, r)[0], wi),
+                         lambda wi, cfg: rmsnorm_gemv_triton(x, r, norm_w, eps, wi, bias, cfg)[0], l2_bytes)
+        x = torch.randn(1, 2 * K, device=w.device, dtype=w.dtype)
+        return _pick(w, lambda wi: linear(silu_and_mul_triton(x), wi),
+                     lambda wi, cfg: silu_gemv_triton(x, wi, bias, cfg), l2_bytes)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None

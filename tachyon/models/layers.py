@@ -10,7 +10,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from tachyon import kernels
-from tachyon.kernels.gemv import MAX_M
 
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
@@ -34,14 +33,15 @@ class Linear(nn.Module):
                                   default_weight_loader)
         self.bias = (_set_loader(nn.Parameter(torch.empty(out_features), requires_grad=False),
                                  default_weight_loader) if bias else None)
-        # set by tune_gemv: the Triton skinny-GEMM config for M == 1 and for 2 <= M <= MAX_M, where it wins
-        self.gemv_configs: dict[int, tuple[int, int, int, int]] = {}
+        self.gemv_config: tuple[int, int, int, int] | None = None  # set by tune_gemv where a Triton GEMV wins
+        # the op the model always applies to this layer's input ("rmsnorm" / "silu"), set by the model;
+        # tune_gemv sets fused_config where that op fused into the GEMV prologue beats the pair
+        self.prologue: str | None = None
+        self.fused_config: tuple[int, int, int, int] | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gemv_configs and x.shape[0] <= MAX_M and x.stride(-1) == 1:
-            cfg = self.gemv_configs.get(1 if x.shape[0] == 1 else MAX_M)
-            if cfg is not None:
-                return kernels.gemv(x, self.weight, self.bias, cfg)
+        if self.gemv_config is not None and x.shape[0] == 1 and x.stride(-1) == 1:
+            return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -128,19 +128,46 @@ class RotaryEmbedding(nn.Module):
         return kernels.rotary(q, k, positions, self.cos_sin_cache)
 
 
-def tune_gemv(model: nn.Module, batch_sizes: tuple[int, ...] = (1, MAX_M)) -> dict[str, tuple | None]:
-    """CUDA: for each distinct Linear weight shape and each M in `batch_sizes` (1: batch 1; MAX_M: the
-    config used for 2..MAX_M rows), time cuBLAS against the Triton skinny GEMM inside CUDA graphs and
-    keep the kernel only where it is correct and faster. Returns {"NxK@M": config or None}."""
+def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
+    """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1
+    inside CUDA graphs and keep the kernel only where it is correct and faster; then, for layers with a
+    prologue op (and its norm), the fused kernel against that op + the chosen GEMV.
+    Returns {"NxK[+bias][+prologue]": config or None}."""
     chosen: dict[tuple, tuple | None] = {}
     for mod in model.modules():
         if not isinstance(mod, Linear) or not mod.weight.is_cuda:
             continue
-        mod.gemv_configs = {}
-        for m in batch_sizes:
-            key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None, m)
-            if key not in chosen:
-                chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias, m)
-            if chosen[key] is not None:
-                mod.gemv_configs[m] = chosen[key]
-    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}@{k[4]}": v for k, v in chosen.items()}
+        key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None, None)
+        if key not in chosen:
+            chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias)
+        mod.gemv_config = chosen[key]
+        mod.fused_config = None
+        if mod.prologue is not None:
+            fkey = (*key[:4], mod.prologue)
+            if fkey not in chosen:
+                norm_w = torch.ones(mod.in_features, dtype=mod.weight.dtype, device=mod.weight.device)
+                chosen[fkey] = kernels.pick_fused_config(mod.weight, mod.bias, mod.prologue, mod.gemv_config,
+                                                         norm_w=norm_w)
+            mod.fused_config = chosen[fkey]
+    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}{'+' + k[4] if k[4] else ''}": v for k, v in chosen.items()}
+
+
+def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
+                residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(linear(norm(x + residual)), x + residual); x is the residual stream when `residual` is None.
+    One fused kernel at batch 1 where tune_gemv chose it."""
+    if linear.fused_config is not None and x.shape[0] == 1 and x.is_contiguous() and (
+            residual is None or residual.is_contiguous()):
+        return kernels.rmsnorm_gemv(x, residual, norm.weight, norm.eps, linear.weight, linear.bias,
+                                    linear.fused_config)
+    if residual is None:
+        return linear(norm(x)), x
+    h, residual = norm(x, residual)
+    return linear(h), residual
+
+
+def silu_linear(linear: Linear, gate_up: torch.Tensor) -> torch.Tensor:
+    """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it."""
+    if linear.fused_config is not None and gate_up.shape[0] == 1 and gate_up.is_contiguous():
+        return kernels.silu_gemv(gate_up, linear.weight, linear.bias, linear.fused_config)
+    return linear(kernels.silu_and_mul(gate_up))

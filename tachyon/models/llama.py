@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from tachyon import kernels
-from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding
+from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
 from tachyon.models.spec import ModelSpec
 
 
@@ -32,13 +32,14 @@ class Attention(nn.Module):
                                       spec.rope_scaling)
         self.kv_cache: torch.Tensor | None = None
 
-    def forward(self, positions: torch.Tensor, x: torch.Tensor, meta) -> torch.Tensor:
-        """x [T, hidden] -> [T, hidden]. One fused call after the qkv GEMM: (q/k norm,) rotary and
-        the K/V store into `self.kv_cache`; q comes back contiguous for the attention kernel."""
-        t = x.shape[0]
+    def forward(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
+        """qkv [T, q + 2 kv] (the qkv_proj output, which the layer computes fused with its norm)
+        -> [T, hidden]. One fused call after the qkv GEMM: (q/k norm,) rotary and the K/V store into
+        `self.kv_cache`; q comes back contiguous for the attention kernel."""
+        t = qkv.shape[0]
         has_norm = self.q_norm is not None
         q = kernels.qkv_post(
-            self.qkv_proj(x), positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
+            qkv, positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
             self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
             self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
         )
@@ -53,9 +54,11 @@ class MLP(nn.Module):
         self.gate_up_proj = MergedLinear(spec.hidden_size, {"gate": spec.intermediate_size,
                                                             "up": spec.intermediate_size})
         self.down_proj = Linear(spec.intermediate_size, spec.hidden_size)
+        self.down_proj.prologue = "silu"
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(kernels.silu_and_mul(self.gate_up_proj(x)))
+    def forward(self, gate_up: torch.Tensor) -> torch.Tensor:
+        """gate_up [T, 2 I] (the gate_up_proj output, computed fused with the layer's norm) -> [T, hidden]."""
+        return silu_linear(self.down_proj, gate_up)
 
 
 class DecoderLayer(nn.Module):
@@ -65,16 +68,14 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(spec)
         self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
         self.mlp = MLP(spec)
+        self.self_attn.qkv_proj.prologue = "rmsnorm"
+        self.mlp.gate_up_proj.prologue = "rmsnorm"
 
     def forward(self, positions, x, residual, meta):
-        if residual is None:
-            residual = x
-            h = self.input_layernorm(x)
-        else:
-            h, residual = self.input_layernorm(x, residual)
-        h = self.self_attn(positions, h, meta)
-        h, residual = self.post_attention_layernorm(h, residual)
-        return self.mlp(h), residual
+        qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
+        h = self.self_attn(positions, qkv, meta)
+        gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h, residual)
+        return self.mlp(gate_up), residual
 
 
 class DecoderForCausalLM(nn.Module):
