@@ -5,7 +5,15 @@ import torch
 
 from tachyon import kernels
 from tachyon.kernels._triton import HAS_TRITON
-from tachyon.kernels.gemv import CONFIGS, gemv_ref, gemv_triton, pick_gemv_config
+from tachyon.kernels.gemv import (
+    CONFIGS,
+    SMALL_CONFIGS,
+    gemm_small_triton,
+    gemv_ref,
+    gemv_triton,
+    pick_gemv_config,
+    pick_small_config,
+)
 from tachyon.models.layers import Linear, tune_gemv
 
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
@@ -117,3 +125,26 @@ def test_fused_wiring_keeps_model_output(tiny_qwen3):
     with torch.inference_mode():
         fused = model(ids, pos, meta)
     assert torch.equal(base, fused)
+
+
+@needs_triton
+@pytest.mark.parametrize("config", SMALL_CONFIGS, ids=str)
+@pytest.mark.parametrize("M,N,K,bias", [(2, 24, 300, True), (8, 70, 512, False), (5, 16, 1024, True)])
+def test_gemm_small_matches_reference(config, M, N, K, bias):
+    g = torch.Generator().manual_seed(M * N + K)
+    x = torch.randn(M, K + 3, generator=g)[:, :K]  # row stride != K
+    w = torch.randn(N, K, generator=g)
+    b = torch.randn(N, generator=g) if bias else None
+    y = gemm_small_triton(x, w, b, config)
+    assert y.shape == (M, N) and not torch.isnan(y).any()
+    assert torch.allclose(y, gemv_ref(x, w, b), rtol=1e-4, atol=1e-3)
+
+
+def test_linear_small_batch_dispatch():
+    lin = Linear(32, 8)
+    torch.nn.init.normal_(lin.weight)
+    x = torch.randn(4, 32)
+    base = lin(x)
+    lin.small_config = SMALL_CONFIGS[0]  # CPU: the dispatcher keeps the reference
+    assert torch.equal(lin(x), base)
+    assert pick_small_config(lin.weight, None) is None

@@ -1,4 +1,4 @@
-"""Batch-1 GEMV sweep on the GPU: for every projection shape of the given model shapes,
+"""Skinny GEMM sweep on the GPU: for every projection shape of the given model shapes, at M = 1 and SMALL_M,
 cuBLAS against each Triton config (graph-timed, weights cycled past the L2 as in a decode step),
 with the bandwidth each reaches and the config the engine would pick.
 
@@ -17,7 +17,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tachyon.kernels.gemv import CONFIGS, _graph_time_ms, gemv_triton, pick_gemv_config  # noqa: E402
+from tachyon.kernels.gemv import (  # noqa: E402
+    CONFIGS,
+    SMALL_CONFIGS,
+    SMALL_M,
+    _graph_time_ms,
+    gemm_small_triton,
+    gemv_triton,
+    pick_gemv_config,
+    pick_small_config,
+)
 from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 
 COPY_BW = 4.25e12
@@ -44,19 +53,20 @@ def main() -> None:
             b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
             weights = [w] + [w.clone() for _ in range(max(0, -(-(160 << 20) // (w.numel() * 2)) - 1))]
             nbytes = w.numel() * 2
-            for m in (1,):
+            for m in (1, SMALL_M):
                 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                 res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
                 res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)
                 res["configs"] = {}
-                for cfg in CONFIGS:
+                for cfg in CONFIGS if m == 1 else SMALL_CONFIGS:
+                    kern = gemv_triton if m == 1 else gemm_small_triton
                     try:
-                        us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b: gemv_triton(x, wi, b, cfg),
+                        us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b, kern=kern: kern(x, wi, b, cfg),
                                                   weights)
                     except Exception as e:  # noqa: BLE001
                         us = f"error: {e}"[:200]
                     res["configs"][str(cfg)] = us
-                res["picked"] = pick_gemv_config(w, b)
+                res["picked"] = pick_gemv_config(w, b) if m == 1 else pick_small_config(w, b, m)
                 rows.append(res)
                 best = min((v for v in res["configs"].values() if isinstance(v, float)), default=float("nan"))
                 print(f"{shape:11s} {name:8s} M={m} N={n:6d} K={k:6d} floor {res['floor_us']:7.1f} us  "

@@ -12,10 +12,12 @@ from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
+    gemm_small_triton,
     gemv_ref,
     gemv_triton,
     pick_fused_config,
     pick_gemv_config,
+    pick_small_config,
     rmsnorm_gemv_ref,
     rmsnorm_gemv_triton,
     silu_gemv_ref,
@@ -117,6 +119,14 @@ def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
     return gemv_ref(x, w, bias)
 
 
+def gemm_small(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+               config: tuple[int, int, int, int] | None) -> torch.Tensor:
+    """x [M <= 16, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS."""
+    if config is not None and use_triton(x):
+        return gemm_small_triton(x, w, bias, config)
+    return gemv_ref(x, w, bias)
+
+
 def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float, w: torch.Tensor,
                  bias: torch.Tensor | None, config: tuple[int, int, int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch 1: (linear(rmsnorm(x + residual)), x + residual) in one Triton kernel on CUDA."""
@@ -162,6 +172,9 @@ __all__ = [
     "gemv_triton",
     "pick_gemv_config",
     "pick_fused_config",
+    "pick_small_config",
+    "gemm_small",
+    "gemm_small_triton",
     "rmsnorm_gemv",
     "rmsnorm_gemv_ref",
     "rmsnorm_gemv_triton",

@@ -5,7 +5,8 @@ Contract (reference and Triton alike): x [1, K] (row-contiguous), w [N, K] (row-
 bias [N] or None -> y [1, N] in x's dtype, accumulated in fp32. Two fused variants compute the GEMV's
 input in its prologue, rounded exactly as the standalone kernels round it: `rmsnorm_gemv` (RMSNorm of
 x + residual; also returns the new residual stream) and `silu_gemv` (silu(gate) * up of a gate|up row),
-saving a kernel and a round trip per projection at batch 1. The Triton kernel gives each program
+saving a kernel and a round trip per projection at batch 1. `gemm_small` serves 2..SMALL_M rows with
+tensor-core dots (rows padded to 16), reading each weight tile once for all rows. The Triton kernel gives each program
 BLOCK_N output features and streams their K columns once, accumulating elementwise products in a
 [BLOCK_N, BLOCK_K] fp32 tile (no cross-thread reduction inside the loop) that is reduced once at
 the end; loads are software-pipelined over STAGES iterations. No split-K, so the sum order is fixed
@@ -122,6 +123,57 @@ def gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
     return _launch(x, w, bias, config)
 
 
+SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
+# (BLOCK_N, BLOCK_K, num_warps, STAGES) for the tensor-core skinny GEMM; BLOCK_M is fixed at 16
+SMALL_CONFIGS: tuple[GemvConfig, ...] = ((16, 256, 4, 4), (32, 256, 4, 4), (16, 512, 4, 3), (32, 128, 4, 6),
+                                         (64, 128, 4, 4))
+
+
+@triton.jit
+def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                       EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+    """Program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core dots; the
+    weight tile is read once for every row. Rows past M / N are clamped for the loads, dropped at the store."""
+    pid = tl.program_id(0)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.arange(0, BLOCK_M)
+    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
+    x_rows = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_rows[:, None] + k[None, :])
+            w = tl.load(w_rows[:, None] + k[None, :])
+        else:
+            kmask = k < K
+            x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+            w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+        acc = tl.dot(x, tl.trans(w), acc, input_precision=PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + m[:, None] * N + n[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=(m < M)[:, None] & (n < N)[None, :])
+
+
+def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+                      config: GemvConfig | None = None) -> torch.Tensor:
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
+    require_triton()
+    M, K = x.shape
+    N = w.shape[0]
+    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
+    block_n, block_k, num_warps, stages = config or SMALL_CONFIGS[0]
+    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    _gemm_small_kernel[(triton.cdiv(N, block_n),)](
+        x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
+        BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
+        HAS_BIAS=bias is not None, PRECISION="ieee" if x.dtype == torch.float32 else "tf32", num_warps=num_warps,
+    )
+    return y
+
+
 def rmsnorm_gemv_ref(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float,
                      w: torch.Tensor, bias: torch.Tensor | None = None,
                      config: GemvConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,13 +238,14 @@ def _graph_time_ms(fn, weights: list[torch.Tensor], replays: int = 5) -> float:
     return ms
 
 
-def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int) -> GemvConfig | None:
+def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int,
+          configs: tuple[GemvConfig, ...] = CONFIGS) -> GemvConfig | None:
     """The fastest correct config of `candidate(w_i, cfg)` if it beats `baseline(w_i)` by 3%, else None."""
     copies = max(1, -(-l2_bytes // (w.numel() * w.element_size())))
     weights = [w] + [w.clone() for _ in range(copies - 1)]
     ref = baseline(w).float()
     best, best_ms = None, _graph_time_ms(baseline, weights)
-    for cfg in CONFIGS:
+    for cfg in configs:
         out = candidate(w, cfg).float()
         err = ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
         if not err <= 1e-2:
@@ -212,6 +265,20 @@ def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, l2_bytes: int =
     try:
         x = torch.randn(1, w.shape[1], device=w.device, dtype=w.dtype)
         return _pick(w, lambda wi: F.linear(x, wi, bias), lambda wi, cfg: gemv_triton(x, wi, bias, cfg), l2_bytes)
+    except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
+        return None
+
+
+def pick_small_config(w: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL_M,
+                      l2_bytes: int = 160 << 20) -> GemvConfig | None:
+    """CUDA only: like pick_gemv_config, for gemm_small at m rows (the engine uses the result for
+    2..SMALL_M rows: the weight read, which dominates, does not depend on m)."""
+    if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1):
+        return None
+    try:
+        x = torch.randn(m, w.shape[1], device=w.device, dtype=w.dtype)
+        return _pick(w, lambda wi: F.linear(x, wi, bias), lambda wi, cfg: gemm_small_triton(x, wi, bias, cfg),
+                     l2_bytes, SMALL_CONFIGS)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None
 

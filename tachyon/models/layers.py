@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tachyon import kernels
+from tachyon.kernels.gemv import SMALL_M
 
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
@@ -34,14 +35,18 @@ class Linear(nn.Module):
         self.bias = (_set_loader(nn.Parameter(torch.empty(out_features), requires_grad=False),
                                  default_weight_loader) if bias else None)
         self.gemv_config: tuple[int, int, int, int] | None = None  # set by tune_gemv where a Triton GEMV wins
+        self.small_config: tuple[int, int, int, int] | None = None  # same, for 2..SMALL_M rows
         # the op the model always applies to this layer's input ("rmsnorm" / "silu"), set by the model;
         # tune_gemv sets fused_config where that op fused into the GEMV prologue beats the pair
         self.prologue: str | None = None
         self.fused_config: tuple[int, int, int, int] | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.gemv_config is not None and x.shape[0] == 1 and x.stride(-1) == 1:
+        m = x.shape[0]
+        if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
             return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
+        if 1 < m <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
+            return kernels.gemm_small(x, self.weight, self.bias, self.small_config)
         return F.linear(x, self.weight, self.bias)
 
 
@@ -130,8 +135,9 @@ class RotaryEmbedding(nn.Module):
 
 def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1
-    inside CUDA graphs and keep the kernel only where it is correct and faster; then, for layers with a
-    prologue op (and its norm), the fused kernel against that op + the chosen GEMV.
+    inside CUDA graphs and keep the kernel only where it is correct and faster; the same for the skinny
+    GEMM at SMALL_M rows; then, for layers with a prologue op, the fused kernel against that op + the
+    chosen GEMV.
     Returns {"NxK[+bias][+prologue]": config or None}."""
     chosen: dict[tuple, tuple | None] = {}
     for mod in model.modules():
@@ -141,6 +147,10 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
         if key not in chosen:
             chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias)
         mod.gemv_config = chosen[key]
+        skey = (*key[:4], f"m{SMALL_M}")
+        if skey not in chosen:
+            chosen[skey] = kernels.pick_small_config(mod.weight, mod.bias, SMALL_M)
+        mod.small_config = chosen[skey]
         mod.fused_config = None
         if mod.prologue is not None:
             fkey = (*key[:4], mod.prologue)
