@@ -1,20 +1,20 @@
-"""Batch-1 GEMV y = x W^T (+ b) for decode at batch size 1, where cuBLAS picks small-tile kernels
-that leave memory bandwidth unused on some projection shapes.
+"""Skinny GEMMs for decode, where cuBLAS picks small-tile kernels that leave memory bandwidth unused.
 
-Contract (reference and Triton alike): x [1, K] (row-contiguous), w [N, K] (row-contiguous),
-bias [N] or None -> y [1, N] in x's dtype, accumulated in fp32. Two fused variants compute the GEMV's
-input in its prologue, rounded exactly as the standalone kernels round it: `rmsnorm_gemv` (RMSNorm of
-x + residual; also returns the new residual stream) and `silu_gemv` (silu(gate) * up of a gate|up row),
-saving a kernel and a round trip per projection at batch 1. `gemm_small` serves 2..SMALL_M rows with
-tensor-core dots (rows padded to 16), reading each weight tile once for all rows. The Triton kernel gives each program
+Contract (reference and Triton alike): `gemv`: x [1, K] (row-contiguous), w [N, K] (row-contiguous),
+bias [N] or None -> y [1, N] in x's dtype, accumulated in fp32. The Triton GEMV gives each program
 BLOCK_N output features and streams their K columns once, accumulating elementwise products in a
-[BLOCK_N, BLOCK_K] fp32 tile (no cross-thread reduction inside the loop) that is reduced once at
-the end; loads are software-pipelined over STAGES iterations. No split-K, so the sum order is fixed
-(deterministic). A config is (BLOCK_N, BLOCK_K, num_warps, STAGES).
-`pick_gemv_config` times cuBLAS against the candidates on the real weight inside CUDA graphs (so
-host launch cost, which the engine's graphs remove, does not decide) and returns a config only when
-the kernel is correct (rel. error <= 1e-2 vs cuBLAS) and faster: GEMMs stay on cuBLAS unless the
-kernel measurably wins.
+[BLOCK_N, BLOCK_K] fp32 tile (no cross-thread reduction inside the loop) reduced once at the end;
+loads are software-pipelined over STAGES iterations; a config is (BLOCK_N, BLOCK_K, num_warps, STAGES).
+Two fused variants compute the GEMV's input in its prologue, rounded exactly as the standalone kernels
+round it: `rmsnorm_gemv` (RMSNorm of x + residual; also returns the new residual stream) and
+`silu_gemv` (silu(gate) * up of a gate|up row), saving a kernel and a round trip per projection.
+`gemm_small` serves 2..SMALL_M rows, reading each weight tile once for all rows (tensor-core dots with
+rows padded to 16, or fp32 FMAs into a 3-D tile; config (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, STAGES)).
+No split-K anywhere, so every sum order is fixed (deterministic).
+`pick_*_config` time cuBLAS (or the unfused pair) against the candidates on the real weight inside
+CUDA graphs (host launch cost, which the engine's graphs remove, does not decide; weights cycled past
+the L2) and return a config only when the kernel is correct (rel. error <= 1e-2) and at least 3%
+faster: GEMMs stay on cuBLAS unless the kernel measurably wins.
 """
 
 from __future__ import annotations
@@ -124,9 +124,11 @@ def gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
 
 
 SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
-# (BLOCK_N, BLOCK_K, num_warps, STAGES) for the tensor-core skinny GEMM; BLOCK_M is fixed at 16
-SMALL_CONFIGS: tuple[GemvConfig, ...] = ((16, 256, 4, 4), (32, 256, 4, 4), (16, 512, 4, 3), (32, 128, 4, 6),
-                                         (64, 128, 4, 4))
+SmallConfig = tuple[int, int, int, int, int]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, STAGES)
+# BLOCK_M 16: tensor-core dots (rows padded to 16); BLOCK_M 8: fp32 FMA into a [8, BLOCK_N, BLOCK_K] tile
+SMALL_CONFIGS: tuple[SmallConfig, ...] = ((16, 16, 256, 4, 4), (16, 32, 256, 4, 4), (16, 16, 512, 4, 3),
+                                          (16, 64, 128, 4, 4), (16, 64, 256, 8, 4), (8, 8, 128, 4, 3),
+                                          (8, 4, 256, 4, 3), (8, 2, 512, 4, 1))
 
 
 @triton.jit
@@ -157,15 +159,51 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
              mask=(m < M)[:, None] & (n < N)[None, :])
 
 
+@triton.jit
+def _gemm_small_fma_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           STAGES: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """As _gemm_small_kernel with fp32 FMAs: products accumulate elementwise in a [BLOCK_M, BLOCK_N,
+    BLOCK_K] tile (no cross-thread reduction in the loop), reduced over K once at the end."""
+    pid = tl.program_id(0)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.arange(0, BLOCK_M)
+    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
+    x_rows = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
+    acc = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
+    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+        k = k0 + tl.arange(0, BLOCK_K)
+        if EVEN_K:
+            x = tl.load(x_rows[:, None] + k[None, :])
+            w = tl.load(w_rows[:, None] + k[None, :])
+        else:
+            kmask = k < K
+            x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+            w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+        acc += x.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+    y = tl.sum(acc, axis=2)
+    if HAS_BIAS:
+        y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
+    tl.store(y_ptr + m[:, None] * N + n[None, :], y.to(y_ptr.dtype.element_ty),
+             mask=(m < M)[:, None] & (n < N)[None, :])
+
+
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: GemvConfig | None = None) -> torch.Tensor:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
+                      config: SmallConfig | None = None) -> torch.Tensor:
+    """x [M <= BLOCK_M, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
-    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
-    block_n, block_k, num_warps, stages = config or SMALL_CONFIGS[0]
+    block_m, block_n, block_k, num_warps, stages = config or SMALL_CONFIGS[0]
+    assert 1 <= M <= block_m and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    if block_m != 16:
+        _gemm_small_fma_kernel[(triton.cdiv(N, block_n),)](
+            x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
+            BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
+            HAS_BIAS=bias is not None, num_warps=num_warps,
+        )
+        return y
     _gemm_small_kernel[(triton.cdiv(N, block_n),)](
         x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
@@ -238,8 +276,7 @@ def _graph_time_ms(fn, weights: list[torch.Tensor], replays: int = 5) -> float:
     return ms
 
 
-def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int,
-          configs: tuple[GemvConfig, ...] = CONFIGS) -> GemvConfig | None:
+def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int, configs: tuple = CONFIGS) -> tuple | None:
     """The fastest correct config of `candidate(w_i, cfg)` if it beats `baseline(w_i)` by 3%, else None."""
     copies = max(1, -(-l2_bytes // (w.numel() * w.element_size())))
     weights = [w] + [w.clone() for _ in range(copies - 1)]
@@ -270,7 +307,7 @@ def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, l2_bytes: int =
 
 
 def pick_small_config(w: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL_M,
-                      l2_bytes: int = 160 << 20) -> GemvConfig | None:
+                      l2_bytes: int = 160 << 20) -> SmallConfig | None:
     """CUDA only: like pick_gemv_config, for gemm_small at m rows (the engine uses the result for
     2..SMALL_M rows: the weight read, which dominates, does not depend on m)."""
     if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1):
