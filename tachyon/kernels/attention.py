@@ -351,9 +351,11 @@ def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms
     return max(1, min(by_len, -(-2 * num_sms // programs), 64))
 
 
-# Fused split reduction ("last program reduces", see _decode_kernel); TACHYON_ATTN_FUSED_REDUCE=0
-# selects the separate _split_reduce_kernel launch instead (A/B switch; read at import).
-FUSED_SPLIT_REDUCE = os.environ.get("TACHYON_ATTN_FUSED_REDUCE", "1") != "0"
+# Fused split reduction ("last program reduces", see _decode_kernel): TACHYON_ATTN_FUSED_REDUCE=1 turns
+# it on (read at import); off by default since on the H200 it measured slower where the group is large:
+# bs1 graph replay Qwen2.5-7B (G=7) 4.083 ms fused vs 4.029 ms with the separate _split_reduce_kernel,
+# Qwen3-0.6B (G=2) 0.925 vs 0.935 ms (benchmarks/results/attn_fused_reduce_h200.json).
+FUSED_SPLIT_REDUCE = os.environ.get("TACHYON_ATTN_FUSED_REDUCE", "0") == "1"
 # Partial-output elements (splits x padded heads x BLOCK_D, fp32) one merge step loads at a time.
 COMBINE_ELEMS = 4096
 # One int32 arrival counter per (sequence, KV head), per device; see split_semaphores.
