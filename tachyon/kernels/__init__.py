@@ -120,8 +120,8 @@ def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
 
 
 def gemm_small(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-               config: tuple[int, int, int, int, int] | None) -> torch.Tensor:
-    """x [M <= config's BLOCK_M, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS."""
+               config: tuple[int, int, int, int, int, int] | None) -> torch.Tensor:
+    """x [M <= 16, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS."""
     if config is not None and use_triton(x):
         return gemm_small_triton(x, w, bias, config)
     return gemv_ref(x, w, bias)

@@ -8,9 +8,9 @@ loads are software-pipelined over STAGES iterations; a config is (BLOCK_N, BLOCK
 Two fused variants compute the GEMV's input in its prologue, rounded exactly as the standalone kernels
 round it: `rmsnorm_gemv` (RMSNorm of x + residual; also returns the new residual stream) and
 `silu_gemv` (silu(gate) * up of a gate|up row), saving a kernel and a round trip per projection.
-`gemm_small` serves 2..SMALL_M rows, reading each weight tile once for all rows (tensor-core dots with
-rows padded to 16, or fp32 FMAs into a 3-D tile; config (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, STAGES)).
-No split-K anywhere, so every sum order is fixed (deterministic).
+`gemm_small` serves 2..SMALL_M rows, reading each weight tile once for all rows with tensor-core dots
+(see SMALL_CONFIGS); its optional split-K writes fp32 partials summed in a fixed order, so every
+sum order here is fixed (deterministic).
 `pick_*_config` time cuBLAS (or the unfused pair) against the candidates on the real weight inside
 CUDA graphs (host launch cost, which the engine's graphs remove, does not decide; weights cycled past
 the L2) and return a config only when the kernel is correct (rel. error <= 1e-2) and at least 3%
@@ -124,19 +124,25 @@ def gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
 
 
 SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
-SmallConfig = tuple[int, int, int, int, int]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, STAGES)
-# BLOCK_M 16: tensor-core dots (rows padded to 16); BLOCK_M 8: fp32 FMA into a [8, BLOCK_N, BLOCK_K] tile
-SMALL_CONFIGS: tuple[SmallConfig, ...] = ((16, 16, 256, 4, 4), (16, 32, 256, 4, 4), (16, 16, 512, 4, 3),
-                                          (16, 64, 128, 4, 4), (16, 64, 256, 8, 4), (8, 8, 128, 4, 3),
-                                          (8, 4, 256, 4, 3), (8, 2, 512, 4, 1))
+# (SWAP, BLOCK_N, BLOCK_K, num_warps, STAGES, SPLIT_K). SWAP 0: y = x W^T with the 16-row padded x tile
+# as the MMA's M side; SWAP 1: y^T = W x^T with BLOCK_N weight rows as the M side (M >= 64, so Hopper's
+# warpgroup MMA applies and the x rows are only its 16-wide N side), optionally split over K: fp32
+# partials [SPLIT_K, M, N] summed in split order by a second kernel (deterministic).
+SmallConfig = tuple[int, int, int, int, int, int]
+SMALL_CONFIGS: tuple[SmallConfig, ...] = (
+    (0, 32, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1), (0, 64, 256, 8, 4, 1),
+    (1, 64, 128, 4, 4, 1), (1, 128, 128, 8, 4, 1), (1, 64, 256, 4, 3, 1),
+    (1, 64, 128, 4, 4, 4), (1, 64, 256, 4, 3, 2), (1, 128, 128, 8, 4, 4),
+)
 
 
 @triton.jit
 def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                        EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
-    """Program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core dots; the
-    weight tile is read once for every row. Rows past M / N are clamped for the loads, dropped at the store."""
+    """SWAP 0 - program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core
+    dots; the weight tile is read once for every row. Rows past M / N are clamped for the loads,
+    dropped at the store."""
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.arange(0, BLOCK_M)
@@ -160,55 +166,84 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 
 
 @triton.jit
-def _gemm_small_fma_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           STAGES: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """As _gemm_small_kernel with fp32 FMAs: products accumulate elementwise in a [BLOCK_M, BLOCK_N,
-    BLOCK_K] tile (no cross-thread reduction in the loop), reduced over K once at the end."""
+def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                      SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      PRECISION: tl.constexpr):
+    """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
+    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
     pid = tl.program_id(0)
+    ks = tl.program_id(1)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.arange(0, BLOCK_M)
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
-    x_rows = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
-    acc = tl.zeros([BLOCK_M, BLOCK_N, BLOCK_K], dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+    x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
+    k_lo = ks * K_SPLIT
+    k_hi = tl.minimum(k_lo + K_SPLIT, K)
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
-            x = tl.load(x_rows[:, None] + k[None, :])
             w = tl.load(w_rows[:, None] + k[None, :])
+            xt = tl.load(x_cols[None, :] + k[:, None])
         else:
-            kmask = k < K
-            x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+            kmask = k < k_hi
             w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
-        acc += x.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
-    y = tl.sum(acc, axis=2)
+            xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+        acc = tl.dot(w, xt, acc, input_precision=PRECISION)
+    mask = (n < N)[:, None] & (m < M)[None, :]
+    if SPLIT_K == 1:
+        if HAS_BIAS:
+            acc += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)[:, None]
+        tl.store(y_ptr + m[None, :] * N + n[:, None], acc.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        tl.store(part_ptr + (ks * M + m[None, :]) * N + n[:, None], acc, mask=mask)
+
+
+@triton.jit
+def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+                        HAS_BIAS: tl.constexpr):
+    """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < M * N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(part_ptr + s * M * N + i, mask=mask, other=0.0)
     if HAS_BIAS:
-        y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
-    tl.store(y_ptr + m[:, None] * N + n[None, :], y.to(y_ptr.dtype.element_ty),
-             mask=(m < M)[:, None] & (n < N)[None, :])
+        acc += tl.load(b_ptr + i % N, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                       config: SmallConfig | None = None) -> torch.Tensor:
-    """x [M <= BLOCK_M, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
-    block_m, block_n, block_k, num_warps, stages = config or SMALL_CONFIGS[0]
-    assert 1 <= M <= block_m and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
+    swap, block_n, block_k, num_warps, stages, split_k = config or SMALL_CONFIGS[0]
+    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
-    if block_m != 16:
-        _gemm_small_fma_kernel[(triton.cdiv(N, block_n),)](
-            x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
-            BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
-            HAS_BIAS=bias is not None, num_warps=num_warps,
+    b = bias if bias is not None else w
+    prec = "ieee" if x.dtype == torch.float32 else "tf32"
+    if not swap:
+        _gemm_small_kernel[(triton.cdiv(N, block_n),)](
+            x, w, b, y, M, N, K, x.stride(0), w.stride(0),
+            BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
+            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps,
         )
         return y
-    _gemm_small_kernel[(triton.cdiv(N, block_n),)](
-        x, w, bias if bias is not None else w, y, M, N, K, x.stride(0), w.stride(0),
-        BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
-        HAS_BIAS=bias is not None, PRECISION="ieee" if x.dtype == torch.float32 else "tf32", num_warps=num_warps,
+    k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
+    split_k = triton.cdiv(K, k_split)
+    part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
+    _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
+        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
+        BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
+        EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
+        num_warps=num_warps,
     )
+    if split_k > 1:
+        _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](part, b, y, M, N, SPLIT_K=split_k, BLOCK=1024,
+                                                         HAS_BIAS=bias is not None)
     return y
 
 

@@ -35,7 +35,7 @@ class Linear(nn.Module):
         self.bias = (_set_loader(nn.Parameter(torch.empty(out_features), requires_grad=False),
                                  default_weight_loader) if bias else None)
         self.gemv_config: tuple[int, int, int, int] | None = None  # set by tune_gemv where a Triton GEMV wins
-        self.small_config: tuple[int, int, int, int, int] | None = None  # same, for 2..SMALL_M rows
+        self.small_config: tuple[int, int, int, int, int, int] | None = None  # same, for 2..SMALL_M rows
         # the op the model always applies to this layer's input ("rmsnorm" / "silu"), set by the model;
         # tune_gemv sets fused_config where that op fused into the GEMV prologue beats the pair
         self.prologue: str | None = None
