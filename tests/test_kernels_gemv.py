@@ -7,6 +7,7 @@ from tachyon import kernels
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.gemv import (
     CONFIGS,
+    FUSED_CONFIGS,
     SMALL_CONFIGS,
     gemm_small_triton,
     gemv_ref,
@@ -62,7 +63,7 @@ def test_linear_uses_reference_off_gpu_and_tuning_is_cuda_only():
 
 
 @needs_triton
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], CONFIGS[3]], ids=str)
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2], FUSED_CONFIGS[1], FUSED_CONFIGS[2]], ids=str)
 @pytest.mark.parametrize("N,K", [(24, 300), (9, 2048)])
 @pytest.mark.parametrize("with_res", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -87,7 +88,7 @@ def test_rmsnorm_gemv_matches_reference(config, N, K, with_res, dtype):
 
 
 @needs_triton
-@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[3]], ids=str)
+@pytest.mark.parametrize("config", [CONFIGS[0], FUSED_CONFIGS[1]], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_silu_gemv_matches_reference(config, dtype):
     from tachyon.kernels.gemv import silu_gemv_ref, silu_gemv_triton

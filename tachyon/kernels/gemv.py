@@ -27,7 +27,10 @@ from tachyon.kernels._triton import HAS_TRITON, require_triton, tl, triton
 GemvConfig = tuple[int, int, int, int]  # (BLOCK_N, BLOCK_K, num_warps, STAGES)
 # small BLOCK_N so even N = 1024 gives hundreds of programs; BLOCK_K x STAGES keeps weight bytes in flight
 CONFIGS: tuple[GemvConfig, ...] = ((2, 2048, 4, 1), (4, 1024, 4, 1), (4, 1024, 4, 3), (8, 512, 4, 3),
-                                   (2, 1024, 4, 3), (4, 512, 4, 4), (8, 1024, 8, 2))
+                                   (4, 512, 4, 4))
+# extra candidates for the fused (prologue) kernels: every program re-reads the K-long input for the RMS
+# pre-pass, so wider BLOCK_N (fewer programs) can pay off there
+FUSED_CONFIGS: tuple[GemvConfig, ...] = ((8, 512, 4, 3), (16, 512, 8, 2), (32, 256, 8, 2))
 
 
 def gemv_ref(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
@@ -374,12 +377,13 @@ def pick_fused_config(w: torch.Tensor, bias: torch.Tensor | None, prologue: str,
         def linear(a, wi):
             return gemv_triton(a, wi, bias, plain) if plain is not None else F.linear(a, wi, bias)
 
+        configs = tuple(dict.fromkeys(((plain,) if plain is not None else ()) + FUSED_CONFIGS))
         if prologue == "rmsnorm":
             x, r = (torch.randn(1, K, device=w.device, dtype=w.dtype) for _ in range(2))
             return _pick(w, lambda wi: linear(rmsnorm_triton(x, norm_w, eps, r)[0], wi),
-                         lambda wi, cfg: rmsnorm_gemv_triton(x, r, norm_w, eps, wi, bias, cfg)[0], l2_bytes)
+                         lambda wi, cfg: rmsnorm_gemv_triton(x, r, norm_w, eps, wi, bias, cfg)[0], l2_bytes, configs)
         x = torch.randn(1, 2 * K, device=w.device, dtype=w.dtype)
         return _pick(w, lambda wi: linear(silu_and_mul_triton(x), wi),
-                     lambda wi, cfg: silu_gemv_triton(x, wi, bias, cfg), l2_bytes)
+                     lambda wi, cfg: silu_gemv_triton(x, wi, bias, cfg), l2_bytes, configs)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None

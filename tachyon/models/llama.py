@@ -117,8 +117,9 @@ class DecoderForCausalLM(nn.Module):
         return x
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        w = self.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return torch.nn.functional.linear(hidden, w)
+        if self.lm_head is not None:
+            return self.lm_head(hidden)  # a Linear: batch-1 / small-batch kernels where tuning chose them
+        return torch.nn.functional.linear(hidden, self.embed_tokens.weight)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         """Load HF-named tensors; returns the keys filled (`name#shard` for fused parameters)."""
