@@ -170,12 +170,12 @@ def _decode_kernel(
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     NUM_SPLITS: tl.constexpr, FUSED_REDUCE: tl.constexpr, COMBINE_G: tl.constexpr, COMBINE_S: tl.constexpr,
-    PREC: tl.constexpr,
+    PREC: tl.constexpr, MIN_SPLIT_BLOCKS: tl.constexpr,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
     NUM_SPLITS == 1: the whole context, written to out. Otherwise each sequence cuts its own context
-    into splits of split_len keys (a multiple of BLOCK_N, >= BLOCK_N), so only its first n_act
+    into splits of split_len keys (a multiple of BLOCK_N, >= MIN_SPLIT_BLOCKS tiles), so only its first n_act
     programs have keys, and every split writes its partial (mid_o, mid_lse):
       - FUSED_REDUCE=False: every program writes one (empty splits: o = 0, lse = -inf) and
         _split_reduce_kernel merges all NUM_SPLITS afterwards;
@@ -206,7 +206,7 @@ def _decode_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
-        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N), 1) * BLOCK_N
+        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N), MIN_SPLIT_BLOCKS) * BLOCK_N
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
         row = (b * Hq + heads) * NUM_SPLITS + sp  # mid_o [B, Hq, NUM_SPLITS, D], mid_lse [B, Hq, NUM_SPLITS]
@@ -336,6 +336,10 @@ PREFILL_CONFIG = {
 # Keys per decode split at least (one bf16 BLOCK_N tile): a shorter split would not shorten the
 # critical path (a program's latency is that of its first tile) but would add partials to merge.
 MIN_SPLIT_KEYS = 128
+# Keys a split takes at least at run time (rounded up to whole BLOCK_N tiles; env TACHYON_ATTN_SPLIT_KEYS,
+# read at import): larger values leave a short context in fewer splits (one split: no merge at all on
+# the fused path), at the price of less parallelism for mid-length contexts.
+RUNTIME_SPLIT_KEYS = int(os.environ.get("TACHYON_ATTN_SPLIT_KEYS", "128"))
 
 
 def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
@@ -440,7 +444,8 @@ def attention_triton(
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=BLOCK_N,
             NUM_SPLITS=splits, FUSED_REDUCE=sem is not None, COMBINE_G=combine_g, COMBINE_S=combine_s,
-            PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            PREC=prec, MIN_SPLIT_BLOCKS=max(1, -(-RUNTIME_SPLIT_KEYS // BLOCK_N)),
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
         if splits > 1 and sem is None:
             _split_reduce_kernel[(B, Hq)](
