@@ -338,7 +338,9 @@ PREFILL_CONFIG = {
 MIN_SPLIT_KEYS = 128
 # Keys a split takes at least at run time (rounded up to whole BLOCK_N tiles; env TACHYON_ATTN_SPLIT_KEYS,
 # read at import): larger values leave a short context in fewer splits (one split: no merge at all on
-# the fused path), at the price of less parallelism for mid-length contexts.
+# the fused path), at the price of less parallelism. On the H200 the default (one tile) measured best:
+# bs1 replay 0.932 / 4.009 ms (Qwen3-0.6B / Qwen2.5-7B) vs 0.987 / 4.080 ms with 512 keys and the fused
+# merge (benchmarks/results/attn_split_ab_h200.json).
 RUNTIME_SPLIT_KEYS = int(os.environ.get("TACHYON_ATTN_SPLIT_KEYS", "128"))
 
 
