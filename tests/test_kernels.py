@@ -180,6 +180,19 @@ def test_attention_decode_kv_splits_graph_shape(poison, attention_split_reduce):
     close(K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN)), out, dtype)
 
 
+@needs_triton
+@pytest.mark.parametrize("split_keys", [64, 100, 4096])
+def test_attention_decode_runtime_split_keys(poison, attention_split_reduce, monkeypatch, split_keys):
+    """A larger minimum split length (fewer, longer splits; one split for every short context) gives
+    the same attention as the reference."""
+    monkeypatch.setattr(attn_mod, "RUNTIME_SPLIT_KEYS", split_keys)
+    dtype = DTYPES[-1]
+    gen = torch.Generator().manual_seed(5)
+    q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, dtype, gen)
+    out = K.attention_triton(q, cache, **dict(meta, max_seq_len=4096), out=torch.full_like(q, NAN))
+    close(out, K.attention_ref(q, cache, **meta), dtype)
+
+
 def test_split_semaphores(monkeypatch):
     """Allocated zeroed once per device, grown by replacement; the old buffer is kept alive."""
     monkeypatch.setattr(attn_mod, "_SEMAPHORES", {})
@@ -352,7 +365,7 @@ def draw_ok(tokens, probs, n):
     df = max(int(sup.sum()) - 1, 1)
     assert chi2 < df + 8 * math.sqrt(2 * df) + 12, (chi2, df)
     tv = 0.5 * (counts / n - probs).abs().sum().item()
-    assert tv < 0.12, tv
+    assert tv < max(0.12, math.sqrt((df + 1) / n)), tv  # (the noise alone is ~0.1 at n = 100)
 
 
 # the interpreter is slow: on CPU, Triton draws only for the plain and the all-filters case (the
@@ -375,7 +388,7 @@ def test_sampling_distribution(case, impl):
 
 
 @needs_triton
-@pytest.mark.parametrize("cap", [4096, 3])  # 3: most rows search the whole row, not candidates
+@pytest.mark.parametrize("cap", [4096, 8, 3])  # 8: brackets refined; 3: often the whole-row fallback
 def test_sampling_kept_set(monkeypatch, cap):
     """The Triton kernel's threshold search keeps exactly the tokens the sort-based definition keeps."""
     sampling = importlib.import_module("tachyon.kernels.sampling")
@@ -402,6 +415,81 @@ def test_sampling_kept_set(monkeypatch, cap):
             assert torch.equal(kept.nonzero().flatten(), torch.arange(5))
         else:
             assert torch.equal(kept, expect), (r, kept.nonzero().flatten(), expect.nonzero().flatten())
+
+
+def sampling_kept_mask(logits, params, key_thr, s_min):
+    """The kept set that launch_sample's thresholds define, per row."""
+    s = logits * params["temperature"].cpu().reciprocal()[:, None]
+    bits = s.view(torch.int32)
+    key = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+    return (key >= key_thr.cpu()[:, None]) & (s >= s_min.cpu()[:, None])
+
+
+def sampling_set_rows(params, cases):
+    for r, (T, k, p, mp) in enumerate(cases):
+        params["temperature"][r], params["top_k"][r], params["top_p"][r], params["min_p"][r] = T, k, p, mp
+    return params
+
+
+@needs_triton
+@pytest.mark.parametrize("cap", [4096, 256])
+def test_sampling_kept_set_large(monkeypatch, cap):
+    """Flat rows whose kept set (up to ~45k tokens) is far larger than the candidate buffer: the
+    histogram brackets hold the thresholds (compacted directly when they fit, else refined once), and
+    the kept set is exactly the sort-based one."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    monkeypatch.setattr(sampling, "CANDIDATES", cap)
+    monkeypatch.setattr(sampling, "MAX_CHUNKS", 6)  # few programs: the interpreter is slow
+    gen = torch.Generator().manual_seed(11)
+    V = 50_000
+    cases = [(0.7, 0, 0.9, 0.0), (0.7, 0, 0.9, 0.0), (1.0, 30_000, 0.95, 0.0), (1.0, 20_000, 1.0, 0.02)]
+    scales = torch.tensor([0.01, 1.0, 1.0, 0.3])
+    logits = torch.randn(len(cases), V, generator=gen) * scales[:, None]
+    params = sampling_set_rows(row_params(len(cases), 1.0), cases)
+    key_thr = torch.full((len(cases),), -7, dtype=torch.int32, device=DEV)
+    s_min = torch.full((len(cases),), NAN, device=DEV)
+    tokens = sampling.launch_sample(logits.to(DEV), **params, thresholds=(key_thr, s_min)).cpu()
+    kept = sampling_kept_mask(logits, params, key_thr, s_min)
+    for r, (T, k, p, mp) in enumerate(cases):
+        expect = expected_probs(logits[r], T, k, p, mp) > 0
+        assert expect.sum() > 4096
+        assert torch.equal(kept[r], expect), (r, int(kept[r].sum()), int(expect.sum()))
+        assert kept[r, tokens[r]]
+
+
+@needs_triton
+def test_sampling_paths_agree(monkeypatch):
+    """Every path (candidates compacted directly, brackets refined, whole-row fallback) and every
+    chunking of the vocabulary (i.e. every batch size) give the same kept set and the same token: each
+    token's Gumbel score is a function of its row, seed, step and index only, and cross-program
+    masses are exact fixed-point sums."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    monkeypatch.setattr(sampling, "STREAM_BLOCK", 128)  # up to 4 chunks of V = 500
+    monkeypatch.setattr(sampling, "HIST_BINS", 32)  # coarse bins: wide brackets
+    gen = torch.Generator().manual_seed(12)
+    V, seeds_per_row = 500, 3
+    cases = [(1.0, 0, 0.9, 0.0), (0.8, 40, 0.9, 0.0), (1.0, 300, 0.95, 0.05), (1.0, 200, 1.0, 0.0)]
+    scales = [0.05, 0.5, 1.0, 0.3]
+    rows = [(torch.randn(V, generator=gen) * sc, case) for sc, case in zip(scales, cases)]
+    logits = torch.stack([x for x, _ in rows for _ in range(seeds_per_row)])
+    all_cases = [case for _, case in rows for _ in range(seeds_per_row)]
+    params = sampling_set_rows(row_params(len(all_cases), 1.0, seed0=40), all_cases)
+    results = []
+    # direct in 4 chunks; refined in 1 chunk; refined, or (the last two rows) whole-row fallback, in 2
+    for max_chunks, cap in [(4, 4096), (1, 8), (2, 2)]:
+        monkeypatch.setattr(sampling, "MAX_CHUNKS", max_chunks)
+        monkeypatch.setattr(sampling, "CANDIDATES", cap)
+        key_thr = torch.full((len(all_cases),), -7, dtype=torch.int32, device=DEV)
+        s_min = torch.full((len(all_cases),), NAN, device=DEV)
+        tokens = sampling.launch_sample(logits.to(DEV), **params, thresholds=(key_thr, s_min))
+        results.append((tokens.cpu(), key_thr.cpu(), s_min.cpu()))
+    kept = sampling_kept_mask(logits, params, *results[0][1:])
+    for r, (T, k, p, mp) in enumerate(all_cases):
+        assert torch.equal(kept[r], expected_probs(logits[r], T, k, p, mp) > 0), r
+        assert kept[r, results[0][0][r]]
+    for tokens, key_thr, s_min in results[1:]:  # (a count search may stop at any key between two tokens)
+        assert torch.equal(sampling_kept_mask(logits, params, key_thr, s_min), kept)
+        assert torch.equal(tokens, results[0][0])
 
 
 @pytest.mark.parametrize("impl", ["ref", pytest.param("triton", marks=needs_triton)])

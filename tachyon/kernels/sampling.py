@@ -7,7 +7,47 @@ Rows with temperature < 1e-5 or top_k == 1 take the argmax of the raw logits (fi
 Other rows draw from softmax(logits * (1 / T)) restricted, in this order (HF's), to the top-k tokens,
 then to the smallest prefix whose mass (renormalised over the top-k) reaches top_p, then to tokens
 with p >= min_p * p_max. A row's draw depends only on its logits, parameters, seed and step.
-The reference and the Triton kernel sample the same distribution with different random streams.
+The reference and the Triton kernels sample the same distribution with different random streams.
+
+Triton path (`launch_sample`). s = x * (1 / T); key(s) is its order-preserving int32 image. The kept
+set of a row is {key >= t} & {s >= s_min}: t is the larger of the top-k threshold (the largest t with
+at least k keys >= t) and the top-p one (the largest t whose keys >= t hold >= top_p of the top-k
+mass), so tokens tied with the last kept one are kept too; s_min = m + log(min_p), m = max s.
+Four kernels, a fixed sequence for a given (B, V): no host sync, no data-dependent shape or grid
+(CUDA-graph capturable). The first three run one program per (row, vocabulary chunk), B * C programs
+with C = min(V / 1024, 4 * SMs / B) (every program reads its chunk once); the last one per row.
+ 1. stats:  greedy rows -> the chunk's argmax; unfiltered rows -> the chunk's Gumbel race winner (their
+            work ends here); filtered rows -> the chunk's max and min finite s.
+ 2. hist:   m, bin width w = (m - min s) / NB, s_min; top-k / top-p rows: the chunk's count histogram of
+            q = (m - s) / w over NB = 1024 bins (tl.histogram) and its mass sum(exp(s - m)).
+ 3. select: each program reads the row's histogram and brackets the thresholds: top-k's bin is exact
+            (counts); the bins that can hold top-p's are bracketed by per-bin mass bounds
+            count * exp(-q w) (cumulated from the top, and from the total mass at the bottom).
+            DIRECT (the usual case; e.g. ~100-2000 tokens for flat top_p=0.9 rows of 152k): the
+            programs compact their bracket tokens into the row's CAP = 4096 candidates. REFINE: they
+            histogram them again over 1024 sub-bins. Both: exact masses above / inside the brackets,
+            and the race among the tokens above both brackets (kept whatever the exact t).
+ 4. finish: REFINE rows narrow the brackets with the sub-bins, then one pass over the row by this
+            program alone compacts the sub-bracket tokens (rare: large top-k combined with top-p);
+            if those still exceed CAP (massive ties), FALLBACK: this program runs the exact
+            (WAYS+1)-ary key search over the whole row (slow). Then the exact thresholds on the
+            candidates: the same key search, by count (top-k) and by mass plus the mass above the
+            bracket (top-p); the candidates race with t; the best of all partial races is the token.
+So: 4 launches and 3 chunked passes over the logits per step whatever the size of the kept set (the
+row's max and min, its histogram, then the compaction and race), instead of one program per row
+walking the row ~14 times when the kept set is large. Why brackets and not an exact radix select:
+Triton has no shared-memory atomics, so a per-bin *mass* histogram costs ~NB operations per token
+(one-hot sums), while a count histogram (tl.histogram) costs a few; count-derived mass bounds are
+tight enough to leave ~0.1-1% of a flat row (and a handful of tokens of a peaked one) to the exact
+stage, which then runs on a few thousand candidates at most. The compaction "fast path" is thus the
+only path: small kept sets just give small brackets.
+Determinism: masses that cross programs are int64 fixed point (exp(s - m) * 2^40) and per-row totals
+are integer atomic adds, exact and order-independent; candidate searches use the same integer sums
+and the race is an argmax with ties to the lowest index, so the slot order of the candidates does not
+matter. Nothing depends on C, hence on B. Bounds carry a relative 1e-4 and an absolute 2^-39 per token
+slack over fp32 exp / rounding, so the brackets always hold the thresholds that the exact stage finds.
+Race: Gumbel-max with philox keyed by (seed, step), counter (vocab index // 4); one call yields the
+uniforms of 4 consecutive indices.
 """
 
 import torch
@@ -15,8 +55,11 @@ import torch
 from tachyon.kernels._triton import next_pow2, require_triton, sm_count, tl, triton
 
 GREEDY_EPS = 1e-5
-CANDIDATES = 4096  # per-row scratch for the Triton top-k / top-p search
-SEARCH_WAYS = 4  # thresholds tested per pass of that search
+CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search
+SEARCH_WAYS = 8  # thresholds tested per pass of the exact search
+HIST_BINS = 1024  # bins of each histogram level
+MAX_CHUNKS = 256  # vocab chunks per row (programs per row of the chunked kernels)
+STREAM_BLOCK = 1024  # logits per block of the streaming loops (chunks are multiples of it)
 _MASK63 = (1 << 63) - 1
 
 
@@ -65,6 +108,24 @@ def sample_ref(
     return out
 
 
+# ---------------------------------------------------------------- Triton helpers
+
+
+@triton.jit
+def _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row, V, GREEDY_EPS: tl.constexpr):
+    """A row's parameters and its class: greedy (argmax), top-k / top-p use, filtered (any filter)."""
+    T = tl.load(temp_ptr + row)
+    k = tl.load(topk_ptr + row)
+    p = tl.load(topp_ptr + row)
+    mp = tl.load(minp_ptr + row)
+    greedy = (T < GREEDY_EPS) | (k == 1)
+    use_k = (k > 1) & (k < V)
+    use_p = p < 1.0
+    filtered = (~greedy) & (use_k | use_p | (mp > 0.0))
+    inv_t = tl.math.div_rn(1.0, tl.maximum(T, GREEDY_EPS))  # IEEE 1 / T (the reference's reciprocal)
+    return T, k, p, mp, inv_t, greedy, use_k & filtered, use_p & filtered, filtered
+
+
 @triton.jit
 def _row_keys(base, offs, V, inv_t):
     """Scaled logits s = x * (1 / T) of one block, their validity and order-preserving int32 keys
@@ -77,29 +138,162 @@ def _row_keys(base, offs, V, inv_t):
 
 
 @triton.jit
+def _bins(s, valid, m, inv_w, NB: tl.constexpr):
+    """q = (m - s) / w (0 on invalid lanes) and its bin min(floor(q), NB - 1) (-inf logits land in the
+    last bin)."""
+    q = (m - tl.where(valid, s, m)) * inv_w
+    return q, tl.minimum(tl.maximum(q, 0.0), NB - 1.0).to(tl.int32)
+
+
+@triton.jit
+def _sub_bins(q, q0, scale, NB: tl.constexpr):
+    """Sub-bin min(floor((q - q0) * scale), NB - 1) of a bracket starting at bin q0."""
+    return tl.minimum(tl.maximum((q - q0) * scale, 0.0), NB - 1.0).to(tl.int32)
+
+
+@triton.jit
+def _fixed(s, m, valid):
+    """exp(s - m) (0 on invalid lanes) as int64 fixed point (2^40 = 1): exact, order-free sums."""
+    return (tl.where(valid, tl.exp(tl.where(valid, s, m) - m), 0.0) * 1099511627776.0).to(tl.int64)
+
+
+@triton.jit
+def _gumbel(s, r):
+    """Gumbel-perturbed score from one philox word r."""
+    u = tl.maximum(tl.uint_to_uniform_float(r), 1e-30)
+    return s - tl.log(-tl.log(u))
+
+
+@triton.jit
+def _philox(seed, step, i4):
+    """The 4 philox words of counter i4 in the stream of (seed, step)."""
+    z = i4 * 0
+    return tl.philox(seed, i4, z + step.to(tl.uint32), z + (step >> 32).to(tl.uint32), z)  # low / high words
+
+
+@triton.jit
+def _race_block(s, seed, step, start, BLOCK: tl.constexpr):
+    """Gumbel scores of the block of vocab indices start + [0, BLOCK) (start % 4 == 0): index i uses
+    word i % 4 of counter i // 4, so one philox call serves 4 indices."""
+    r0, r1, r2, r3 = _philox(seed, step, (start // 4 + tl.arange(0, BLOCK // 4)).to(tl.uint32))
+    return _gumbel(s, tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), [BLOCK]))
+
+
+@triton.jit
+def _race_at(s, seed, step, idx):
+    """Gumbel scores of arbitrary vocab indices idx (same stream and words as _race_block)."""
+    r0, r1, r2, r3 = _philox(seed, step, (idx // 4).to(tl.uint32))
+    j = idx % 4
+    return _gumbel(s, tl.where(j == 0, r0, tl.where(j == 1, r1, tl.where(j == 2, r2, r3))))
+
+
+@triton.jit
+def _take(bestv, besti, score, idx):
+    """Per-lane running best (score, index): higher score, then lower index."""
+    upd = (score > bestv) | ((score == bestv) & (idx < besti))
+    return tl.where(upd, score, bestv), tl.where(upd, idx, besti)
+
+
+@triton.jit
+def _best(bestv, besti):
+    """(score, index) of a lane vector's best: the max score, the lowest index among ties."""
+    vmax = tl.max(bestv, 0)
+    return vmax, tl.min(tl.where(bestv == vmax, besti, 2147483647), 0)
+
+
+@triton.jit
+def _mass_bounds(h, q_lo, q_hi, w, open_last, NB: tl.constexpr):
+    """Lower / upper bounds on the exp(s - m) mass of the h[j] tokens with q in [q_lo[j], q_hi[j])
+    (d = m - s = q * w), with slack for fp32 exp / rounding and for fixed-point truncation; with
+    open_last the last bin is unbounded (-inf logits, clamped q): its lower bound is 0.
+    Returns (lower [NB], upper [NB], per-token lower [NB])."""
+    jj = tl.arange(0, NB)
+    e_hi = tl.exp(-q_lo * w) * 1.0001
+    e_lo = tl.maximum(tl.exp(-q_hi * w) * 0.9999 - 1.8189894035458565e-12, 0.0)
+    e_lo = tl.where(jj == tl.where(open_last, NB - 1, NB), 0.0, e_lo)
+    hf = h.to(tl.float32)
+    return hf * e_lo, hf * e_hi, e_lo
+
+
+@triton.jit
+def _at(x, jj, j):
+    """x[j] of a vector (a masked sum)."""
+    return tl.sum(tl.where(jj == j, x, 0), 0)
+
+
+@triton.jit
+def _topk_bin(h, n_above, k, NB: tl.constexpr):
+    """Bin of the k-th largest token among NB bins holding h tokens below n_above others (exact), and
+    the number of tokens above that bin."""
+    jj = tl.arange(0, NB)
+    cnt = n_above + tl.cumsum(h, 0)  # tokens at or above each bin
+    bk = tl.minimum(tl.sum((cnt < k).to(tl.int32), 0), NB - 1)
+    return bk, _at(cnt - h, jj, bk)
+
+
+@triton.jit
+def _topk_mass(L, U, e_lo, bk, n_bk, k, a_mass, NB: tl.constexpr):
+    """Bounds on the top-k mass: a_mass (exact, above the bins) + the bins above bk + at least
+    k - n_bk tokens of bin bk (lower) or all of it (upper)."""
+    jj = tl.arange(0, NB)
+    z_lo = a_mass + tl.sum(tl.where(jj < bk, L, 0.0), 0) + (k - n_bk).to(tl.float32) * _at(e_lo, jj, bk)
+    return z_lo, a_mass + tl.sum(tl.where(jj <= bk, U, 0.0), 0)
+
+
+@triton.jit
+def _topp_bins(L, U, a_mass, z_lo, z_hi, p, tot_lo, tot_hi, NB: tl.constexpr):
+    """Bins [a1, a2] that can hold the top-p threshold's token: with the exact mass a_mass above the
+    bins, the mass at or above bin j lies in a_mass + [CL_j, CU_j] (cumulative bounds, tightened with
+    the bins' total mass in [tot_lo, tot_hi]); the target p * z with z in [z_lo, z_hi] is reached
+    first in a bin no earlier than a1 (where even the upper bound reaches the lowest target) and no
+    later than a2 (where the lower bound reaches the highest)."""
+    CL = tl.cumsum(L, 0)
+    CU = tl.cumsum(U, 0)
+    CU2 = tl.minimum(CU, tot_hi - (tl.sum(L, 0) - CL))
+    CL2 = tl.maximum(CL, tot_lo - (tl.sum(U, 0) - CU))
+    t_lo = tl.maximum(p * z_lo, 1e-30)  # top_p <= 0 keeps the top token
+    t_hi = tl.maximum(p * z_hi, 1e-30)
+    a1 = tl.sum((a_mass + CU2 < t_lo).to(tl.int32), 0)
+    a2 = tl.minimum(tl.sum((a_mass + CL2 < t_hi).to(tl.int32), 0), NB - 1)
+    return tl.minimum(a1, a2), a2
+
+
+@triton.jit
+def _to_fixed(x):
+    """A non-negative fp32 mass as int64 fixed point (2^40 = 1)."""
+    return (x * 1099511627776.0).to(tl.int64)
+
+
+@triton.jit
+def _from_fixed(x):
+    """An int64 fixed-point mass as fp32."""
+    return x.to(tl.float32) * 9.094947017729282e-13
+
+
+@triton.jit
 def _search(base, V, inv_t, m, lo, hi, target, MASS: tl.constexpr, WAYS: tl.constexpr, BLOCK: tl.constexpr):
-    """Largest key threshold t in [lo, hi] with stat(key >= t) >= target, where stat is the count
-    (MASS False) or the exp(s - m) mass of the row's keys at or above t; requires stat(lo) >= target.
-    Each pass over the row tests WAYS thresholds at once (a (WAYS+1)-ary search on the int keys:
-    about log_{WAYS+1}(hi - lo) passes; a count search stops early when exactly `target` keys pass)."""
+    """Largest key threshold t in [lo, hi] with stat(key >= t) >= target (int64), where stat is the
+    count (MASS False) or the fixed-point exp(s - m) mass of the keys at or above t among the V values
+    at base (order-independent integer sums); requires stat(lo) >= target (else returns lo). Each pass
+    over the values tests WAYS thresholds at once (a (WAYS+1)-ary search on the int keys: about
+    log_{WAYS+1}(hi - lo) passes; a count search stops early when exactly `target` keys pass)."""
     offs0 = tl.arange(0, BLOCK)
     jj = tl.arange(0, WAYS)
     while lo < hi:
         mids = lo + 1 + ((hi - lo - 1) * (jj + 1)) // WAYS  # increasing, in (lo, hi], last == hi
-        stat = tl.zeros([BLOCK, WAYS], tl.float32)
+        stat_j = tl.zeros([WAYS], tl.int64)
         for start in range(0, V, BLOCK):
             s, valid, key = _row_keys(base, start + offs0, V, inv_t)
             ge = key[:, None] >= mids[None, :]
             if MASS:
-                stat += tl.where(ge, tl.exp(s - m)[:, None], 0.0)
+                stat_j += tl.sum(tl.where(ge, _fixed(s, m, valid)[:, None], 0), 0)
             else:
-                stat += ge.to(tl.float32)
-        stat_j = tl.sum(stat, 0)
+                stat_j += tl.sum(ge.to(tl.int64), 0)
         n_true = tl.sum((stat_j >= target).to(tl.int32), 0)  # thresholds passing (a prefix of mids)
         if n_true > 0:
             lo = tl.sum(tl.where(jj == n_true - 1, mids, 0), 0)
             if not MASS:
-                if tl.sum(tl.where(jj == n_true - 1, stat_j, 0.0), 0) == target:
+                if tl.sum(tl.where(jj == n_true - 1, stat_j, 0), 0) == target:
                     hi = lo  # exactly k keys at or above: this threshold keeps the top k
         if n_true < WAYS:
             hi = tl.minimum(hi, tl.sum(tl.where(jj == n_true, mids, 0), 0) - 1)
@@ -107,143 +301,468 @@ def _search(base, V, inv_t, m, lo, hi, target, MASS: tl.constexpr, WAYS: tl.cons
 
 
 @triton.jit
+def _key_range(base, n, BLOCK: tl.constexpr):
+    """(min, max) int64 key of the n values at base (min > max when n == 0)."""
+    offs0 = tl.arange(0, BLOCK)
+    kminv = tl.full([BLOCK], 2147483647, tl.int32)
+    kmaxv = tl.full([BLOCK], -2147483648, tl.int32)
+    for start in range(0, n, BLOCK):
+        s, valid, key = _row_keys(base, start + offs0, n, 1.0)
+        kminv = tl.where(valid, tl.minimum(kminv, key), kminv)
+        kmaxv = tl.where(valid, tl.maximum(kmaxv, key), kmaxv)
+    return tl.min(kminv, 0).to(tl.int64), tl.max(kmaxv, 0).to(tl.int64)
+
+
+@triton.jit
+def _mass_from(base, n, inv_t, m, t, BLOCK: tl.constexpr):
+    """Fixed-point exp(s - m) mass of the values at base (n of them) whose key is >= t."""
+    offs0 = tl.arange(0, BLOCK)
+    zv = tl.zeros([BLOCK], tl.int64)
+    for start in range(0, n, BLOCK):
+        s, valid, key = _row_keys(base, start + offs0, n, inv_t)
+        zv += _fixed(s, m, valid & (key >= t))
+    return tl.sum(zv, 0)
+
+
+@triton.jit
+def _topp_target(p, z):
+    """Fixed-point top-p target: top_p times the fixed-point mass z (top_p <= 0 keeps the top token)."""
+    return _to_fixed(tl.maximum(p * _from_fixed(z), 1e-30))
+
+
+@triton.jit
 def _find_threshold(base, n, inv_t, m, lo, hi, k, p, z_all, use_k, use_p, WAYS: tl.constexpr, BLOCK: tl.constexpr):
-    """Key threshold of the top-k, then top-p set among the n values at base (the whole row, or a
-    candidate subset known to contain that set). z_all: the row's total exp(s - m) mass."""
+    """Key threshold of the top-k, then top-p set among the n values at base (the whole row).
+    z_all: the row's total fixed-point exp(s - m) mass."""
     if use_k:
-        lo = _search(base, n, inv_t, m, lo, hi, k.to(tl.float32), False, WAYS, BLOCK)
+        lo = _search(base, n, inv_t, m, lo, hi, k.to(tl.int64), False, WAYS, BLOCK)
     if use_p:
         z = z_all
         if use_k:  # top-p renormalises over the top-k set
-            offs0 = tl.arange(0, BLOCK)
-            zv = tl.zeros([BLOCK], tl.float32)
-            for start in range(0, n, BLOCK):
-                s, valid, key = _row_keys(base, start + offs0, n, inv_t)
-                zv += tl.where(key >= lo, tl.exp(s - m), 0.0)
-            z = tl.sum(zv, 0)
-        target = tl.maximum(p * z, 1e-30)  # top_p <= 0 keeps the top token
-        lo = _search(base, n, inv_t, m, lo, hi, target, True, WAYS, BLOCK)
+            z = _mass_from(base, n, inv_t, m, lo, BLOCK)
+        lo = _search(base, n, inv_t, m, lo, hi, _topp_target(p, z), True, WAYS, BLOCK)
     return lo
 
 
-@triton.jit
-def _threshold_kernel(
-    logits_ptr, stride_l, temp_ptr, inv_t_ptr, topk_ptr, topp_ptr, minp_ptr, key_thr_ptr, s_min_ptr, cand_ptr, V,
-    CAP: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr,
-    WAYS: tl.constexpr, LEVELS: tl.constexpr,
-):
-    """Per row: the kept set of a filtered row is {key(s) >= key_thr} & {s >= s_min}.
-    Passes over the row: max; count and mass above m - 2^(j-1) for j < LEVELS; then, when one of
-    those sets holds the top-k (or, without top-k, top-p) set and at most CAP tokens, the search
-    runs on those compacted candidates; otherwise on the whole row."""
-    row = tl.program_id(0)
-    base = logits_ptr + row.to(tl.int64) * stride_l
-    T = tl.load(temp_ptr + row)
-    k = tl.load(topk_ptr + row)
-    p = tl.load(topp_ptr + row)
-    mp = tl.load(minp_ptr + row)
-    inv_t = tl.load(inv_t_ptr + row)
-    use_k = (k > 1) & (k < V)
-    use_p = p < 1.0
-    t = -2147483648  # keep every key ...
-    s_min = -float("inf")  # ... and every logit, unless filtered below
-    if (T >= GREEDY_EPS) & (k != 1) & (use_k | use_p | (mp > 0.0)):
-        offs0 = tl.arange(0, BLOCK)
-        mv = tl.full([BLOCK], float("-inf"), tl.float32)
-        kminv = tl.full([BLOCK], 2147483647, tl.int32)
-        kmaxv = tl.full([BLOCK], -2147483648, tl.int32)
-        for start in range(0, V, BLOCK):
-            s, valid, key = _row_keys(base, start + offs0, V, inv_t)
-            mv = tl.where(valid, tl.maximum(mv, s), mv)
-            kminv = tl.where(valid, tl.minimum(kminv, key), kminv)
-            kmaxv = tl.where(valid, tl.maximum(kmaxv, key), kmaxv)
-        m = tl.max(mv, 0)
-        kmax = tl.max(kmaxv, 0).to(tl.int64)
-        lo = tl.min(kminv, 0).to(tl.int64)
-        if use_k | use_p:
-            offs_s = tl.arange(0, BLOCK_S)
-            jl = tl.arange(0, LEVELS)
-            deltas = tl.exp2(jl.to(tl.float32) - 1.0)  # 0.5, 1, 2, 4, ...
-            cnt = tl.zeros([BLOCK_S, LEVELS], tl.float32)
-            mass = tl.zeros([BLOCK_S, LEVELS], tl.float32)
-            zacc = tl.zeros([BLOCK_S], tl.float32)
-            for start in range(0, V, BLOCK_S):
-                s, valid, key = _row_keys(base, start + offs_s, V, inv_t)
-                e = tl.where(valid, tl.exp(s - m), 0.0)
-                zacc += e
-                inside = ((m - s)[:, None] <= deltas[None, :]) & valid[:, None]
-                cnt += inside.to(tl.float32)
-                mass += tl.where(inside, e[:, None], 0.0)
-            cnt_j = tl.sum(cnt, 0)
-            mass_j = tl.sum(mass, 0)
-            z_all = tl.sum(zacc, 0)
-            holds = (use_k & (cnt_j >= k.to(tl.float32))) | (~use_k & (mass_j >= p * z_all))
-            ok_j = holds & (cnt_j <= CAP)
-            j_star = tl.min(tl.where(ok_j, jl, LEVELS), 0)
-            if j_star < LEVELS:
-                delta = tl.sum(tl.where(jl == j_star, deltas, 0.0), 0)
-                cbase = cand_ptr + row.to(tl.int64) * CAP
-                n = 0
-                kmin_c = 2147483647
-                for start in range(0, V, BLOCK):
-                    s, valid, key = _row_keys(base, start + offs0, V, inv_t)
-                    sel = valid & ((m - s) <= delta)
-                    seli = sel.to(tl.int32)
-                    tl.store(cbase + n + tl.cumsum(seli, 0) - 1, s, mask=sel)
-                    n += tl.sum(seli, 0)
-                    kmin_c = tl.minimum(kmin_c, tl.min(tl.where(sel, key, 2147483647), 0))
-                lo = _find_threshold(cbase, n, 1.0, m, kmin_c.to(tl.int64), kmax, k, p, z_all, use_k, use_p,
-                                     WAYS, BLOCK_S)
-            else:
-                lo = _find_threshold(base, V, inv_t, m, lo, kmax, k, p, z_all, use_k, use_p, WAYS, BLOCK_S)
-        t = lo.to(tl.int32)
-        s_min = m + tl.log(tl.maximum(mp, 0.0))  # min-p in logit space; -inf when min_p <= 0
-    tl.store(key_thr_ptr + row, t)
-    tl.store(s_min_ptr + row, s_min)
+# ---------------------------------------------------------------- Triton kernels
+# Per-row scratch shared by the kernels (zeroed by the stats kernel's chunk 0, summed with integer
+# atomics, which are exact and order-independent): rowh [B, NB] (bin counts), rowacc [B, 4] int64
+# (fixed-point masses: total, above the P bracket, above the K bracket, inside the P bracket),
+# hist2 [B, 2, NB] (sub-bin counts of the P and K brackets), cnt [B, 2] (candidate slots taken).
+# Written once by chunk 0: rowf [B, 8] (m, inv_w, s_min, P sub-bin scale), rowi [B, 8] (mode, a1,
+# a2, bk, nP, nK, tokens above bk).
 
 
 @triton.jit
-def _race_kernel(
-    logits_ptr, stride_l, temp_ptr, inv_t_ptr, topk_ptr, key_thr_ptr, s_min_ptr, stream_ptr, part_s_ptr, part_i_ptr,
-    V, CHUNK, NCHUNK, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
+def _stats_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
+    stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, V, CHUNK, NCHUNK,
+    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
 ):
-    """Program (row, chunk): the chunk's best (score, index): the raw logit for greedy rows, else a
-    Gumbel-max race (philox stream of the row, counter = vocab index) over the kept set."""
+    """Program (row, chunk), one read of the chunk. Greedy rows: the chunk's best (raw logit, index);
+    unfiltered rows: the chunk's Gumbel race winner (score, index) -> part_s / part_i [B, NCHUNK].
+    Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]. Chunk 0 zeroes the
+    row's atomic accumulators."""
     row = tl.program_id(0)
     c = tl.program_id(1)
     base = logits_ptr + row.to(tl.int64) * stride_l
-    T = tl.load(temp_ptr + row)
-    k = tl.load(topk_ptr + row)
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    if c == 0:
+        jj = tl.arange(0, NB)
+        tl.store(rowh_ptr + row * NB + jj, jj * 0)
+        tl.store(hist2_ptr + row * 2 * NB + jj, jj * 0)
+        tl.store(hist2_ptr + row * 2 * NB + NB + jj, jj * 0)
+        j4 = tl.arange(0, 4)
+        tl.store(rowacc_ptr + row * 4 + j4, j4.to(tl.int64) * 0)
+        tl.store(cnt_ptr + row * 2 + j4, j4 * 0, mask=j4 < 2)
     offs0 = tl.arange(0, BLOCK)
     bestv = tl.full([BLOCK], float("-inf"), tl.float32)
     besti = tl.zeros([BLOCK], tl.int32)
     c0 = c * CHUNK
     c1 = tl.minimum(c0 + CHUNK, V)
-    if (T < GREEDY_EPS) | (k == 1):
+    if greedy:
         for start in range(c0, c1, BLOCK):
             offs = start + offs0
             x = tl.load(base + offs, mask=offs < c1, other=float("-inf")).to(tl.float32)
             upd = x > bestv
             bestv = tl.where(upd, x, bestv)
             besti = tl.where(upd, offs, besti)
+    elif filtered:
+        mv = tl.full([BLOCK], float("-inf"), tl.float32)
+        lov = tl.full([BLOCK], float("inf"), tl.float32)
+        for start in range(c0, c1, BLOCK):
+            s, valid, key = _row_keys(base, start + offs0, c1, inv_t)
+            mv = tl.maximum(mv, tl.where(valid, s, float("-inf")))
+            lov = tl.minimum(lov, tl.where(valid & (s > float("-inf")), s, float("inf")))
+        tl.store(stat_ptr + (row * 2) * NCHUNK + c, tl.max(mv, 0))
+        tl.store(stat_ptr + (row * 2 + 1) * NCHUNK + c, tl.min(lov, 0))
     else:
-        t = tl.load(key_thr_ptr + row)
-        s_min = tl.load(s_min_ptr + row)
-        inv_t = tl.load(inv_t_ptr + row)
-        stream = tl.load(stream_ptr + row)
+        seed = tl.load(seed_ptr + row)
+        step = tl.load(step_ptr + row)
         for start in range(c0, c1, BLOCK):
             offs = start + offs0
             s, valid, key = _row_keys(base, offs, c1, inv_t)
-            keep = valid & (key >= t) & (s >= s_min)
-            u = tl.maximum(tl.rand(stream, offs), 1e-30)
-            score = tl.where(keep, s - tl.log(-tl.log(u)), float("-inf"))
-            upd = score > bestv
-            bestv = tl.where(upd, score, bestv)
-            besti = tl.where(upd, offs, besti)
-    vmax = tl.max(bestv, 0)
-    idx = tl.min(tl.where(bestv == vmax, besti, 2147483647), 0)  # first index among ties
+            score = tl.where(valid, _race_block(s, seed, step, start, BLOCK), float("-inf"))
+            bestv, besti = _take(bestv, besti, score, offs)
+    vmax, idx = _best(bestv, besti)
     tl.store(part_s_ptr + row * NCHUNK + c, vmax)
     tl.store(part_i_ptr + row * NCHUNK + c, idx)
+
+
+@triton.jit
+def _hist_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, stat_ptr, rowf_ptr, rowh_ptr, rowacc_ptr,
+    hist_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """Program (row, chunk) of a filtered row: m = max s, inv_w = NB / (m - min finite s) and
+    s_min = m + log(min_p) from the chunk stats (chunk 0 stores them in rowf). Top-k / top-p rows, one
+    read of the chunk: its count histogram over the NB bins of q = (m - s) * inv_w (-> hist
+    [B, NCHUNK, NB], and added to rowh) and its fixed-point mass sum(exp(s - m)) (added to rowacc[0])."""
+    row = tl.program_id(0)
+    c = tl.program_id(1)
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    if filtered:
+        cc = tl.arange(0, CPAD)
+        cm = cc < NCHUNK
+        m = tl.max(tl.load(stat_ptr + (row * 2) * NCHUNK + cc, mask=cm, other=float("-inf")), 0)
+        lo = tl.min(tl.load(stat_ptr + (row * 2 + 1) * NCHUNK + cc, mask=cm, other=float("inf")), 0)
+        inv_w = NB / tl.maximum(m - lo, 1e-30)
+        if c == 0:
+            tl.store(rowf_ptr + row * 8, m)
+            tl.store(rowf_ptr + row * 8 + 1, inv_w)
+            tl.store(rowf_ptr + row * 8 + 2, tl.where(mp > 0.0, m + tl.log(tl.where(mp > 0.0, mp, 1.0)),
+                                                      float("-inf")))
+        if use_k | use_p:
+            base = logits_ptr + row.to(tl.int64) * stride_l
+            offs0 = tl.arange(0, BLOCK)
+            jj = tl.arange(0, NB)
+            c0 = c * CHUNK
+            c1 = tl.minimum(c0 + CHUNK, V)
+            hist = tl.zeros([NB], tl.int32)
+            zacc = tl.zeros([BLOCK], tl.int64)
+            for start in range(c0, c1, BLOCK):
+                s, valid, key = _row_keys(base, start + offs0, c1, inv_t)
+                q, b = _bins(s, valid, m, inv_w, NB)
+                zacc += _fixed(s, m, valid)
+                hist += tl.histogram(tl.where(valid, b, 0), NB)  # invalid lanes counted in bin 0 ...
+                hist -= tl.where(jj == 0, BLOCK - tl.sum(valid.to(tl.int32), 0), 0)  # ... and removed
+            tl.store(hist_ptr + (row * NCHUNK + c) * NB + jj, hist)
+            tl.atomic_add(rowh_ptr + row * NB + jj, hist)
+            tl.atomic_add(rowacc_ptr + row * 4, tl.sum(zacc, 0))
+
+
+@triton.jit
+def _select_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
+    rowf_ptr, rowi_ptr, rowh_ptr, rowacc_ptr, hist_ptr, hist2_ptr, cnt_ptr, cand_s_ptr, cand_i_ptr,
+    V, CHUNK, NCHUNK, CAP, NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
+):
+    """Program (row, chunk) of a filtered row, one read of the chunk.
+    Top-k / top-p rows: from the row's bin counts and total mass (every program of the row derives the
+    same brackets): the top-k bin bk (exact) and the bins [a1, a2] that can hold the top-p threshold
+    (count-based mass bounds), and whether their tokens fit the CAP candidates. DIRECT: the chunk
+    compacts its bracket tokens into the row's candidates (P bracket at [0, nP), K bracket at
+    [nP, nP + nK); slots taken with one atomic per bracket: the order may vary, nothing computed
+    from the candidates depends on it). REFINE: it adds its sub-bin counts of both brackets to hist2.
+    Either way it adds its fixed-point masses above / inside the brackets to rowacc.
+    Every filtered row: the chunk's race winner among the tokens surely kept (s >= s_min and above
+    both brackets) -> part_s / part_i. Chunk 0 stores the brackets."""
+    row = tl.program_id(0)
+    c = tl.program_id(1)
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    if filtered:
+        base = logits_ptr + row.to(tl.int64) * stride_l
+        m = tl.load(rowf_ptr + row * 8)
+        inv_w = tl.load(rowf_ptr + row * 8 + 1)
+        s_min = tl.load(rowf_ptr + row * 8 + 2)
+        jj = tl.arange(0, NB)
+        offs0 = tl.arange(0, BLOCK)
+        a1 = NB  # defaults for min-p-only rows: every token is above both (absent) brackets
+        a2 = NB - 1
+        bk = NB
+        n_bk = 0
+        nP = 0
+        nK = 0
+        direct = 1
+        runP = 0
+        runK = 0
+        sP = 1.0
+        if use_k | use_p:
+            h = tl.load(rowh_ptr + row * NB + jj)
+            z = _from_fixed(tl.load(rowacc_ptr + row * 4))
+            jf = jj.to(tl.float32)
+            L, U, e_lo = _mass_bounds(h, jf, jf + 1.0, 1.0 / inv_w, True, NB)
+            bk, n_bk = _topk_bin(h, 0, k, NB)
+            z_lo = z
+            z_hi = z
+            if use_k:
+                z_lo, z_hi = _topk_mass(L, U, e_lo, bk, n_bk, k, 0.0, NB)
+                z_hi = tl.minimum(z_hi, z * 1.0001)
+            z_tol = V * 1.8189894035458565e-12  # fixed-point truncation of the total
+            a1, a2 = _topp_bins(L, U, 0.0, z_lo, z_hi, p, z * 0.9999 - z_tol, z * 1.0001 + z_tol, NB)
+            if use_k:
+                nK = _at(h, jj, bk)
+                a2 = tl.minimum(a2, bk)  # top-p's threshold is at or above top-k's
+                a1 = tl.minimum(a1, a2)
+            else:
+                bk = NB
+            if use_p:
+                nP = tl.sum(tl.where((jj >= a1) & (jj <= a2), h, 0), 0)
+            else:
+                a1 = NB
+            direct = (nP + nK <= CAP).to(tl.int32)
+            sP = NB / tl.maximum(a2 - a1 + 1, 1).to(tl.float32)
+            if direct != 0:  # this chunk's candidate slots
+                hc = tl.load(hist_ptr + (row * NCHUNK + c) * NB + jj)
+                runP = tl.atomic_add(cnt_ptr + row * 2, tl.sum(tl.where((jj >= a1) & (jj <= a2), hc, 0), 0))
+                runK = nP + tl.atomic_add(cnt_ptr + row * 2 + 1, _at(hc, jj, bk))
+        seed = tl.load(seed_ptr + row)
+        step = tl.load(step_ptr + row)
+        bestv = tl.full([BLOCK], float("-inf"), tl.float32)
+        besti = tl.zeros([BLOCK], tl.int32)
+        aP = (k * 0).to(tl.int64)  # fixed-point masses: above the P bracket, above bk, inside the P bracket
+        aK = aP
+        mP = aP
+        hP = tl.zeros([NB], tl.int32)
+        hK = tl.zeros([NB], tl.int32)
+        cbase = row.to(tl.int64) * CAP
+        a1f = a1.to(tl.float32)
+        bkf = bk.to(tl.float32)
+        c0 = c * CHUNK
+        c1 = tl.minimum(c0 + CHUNK, V)
+        for start in range(c0, c1, BLOCK):
+            offs = start + offs0
+            s, valid, key = _row_keys(base, offs, c1, inv_t)
+            q, b = _bins(s, valid, m, inv_w, NB)
+            inP = valid & (b >= a1) & (b <= a2)  # a1 = NB without top-p, bk = NB without top-k
+            inK = valid & (b == bk)
+            if use_k | use_p:
+                ef = _fixed(s, m, valid)
+                aP += tl.sum(tl.where(b < a1, ef, 0), 0)
+                aK += tl.sum(tl.where(b < bk, ef, 0), 0)
+                mP += tl.sum(tl.where(inP, ef, 0), 0)
+            sure = valid & (s >= s_min) & (b < a1) & (b < bk)
+            if tl.max(sure.to(tl.int32), 0) > 0:
+                score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
+                bestv, besti = _take(bestv, besti, score, offs)
+            if direct != 0:
+                ip = inP.to(tl.int32)
+                pos = cbase + runP + tl.cumsum(ip, 0) - 1
+                tl.store(cand_s_ptr + pos, s, mask=inP)
+                tl.store(cand_i_ptr + pos, offs, mask=inP)
+                runP += tl.sum(ip, 0)
+                ik = inK.to(tl.int32)
+                pos = cbase + runK + tl.cumsum(ik, 0) - 1
+                tl.store(cand_s_ptr + pos, s, mask=inK)
+                tl.store(cand_i_ptr + pos, offs, mask=inK)
+                runK += tl.sum(ik, 0)
+            else:
+                hP += tl.histogram(tl.where(inP, _sub_bins(q, a1f, sP, NB), 0), NB)
+                hP -= tl.where(jj == 0, BLOCK - tl.sum(inP.to(tl.int32), 0), 0)
+                hK += tl.histogram(tl.where(inK, _sub_bins(q, bkf, NB * 1.0, NB), 0), NB)
+                hK -= tl.where(jj == 0, BLOCK - tl.sum(inK.to(tl.int32), 0), 0)
+        vmax, idx = _best(bestv, besti)
+        tl.store(part_s_ptr + row * NCHUNK + c, vmax)
+        tl.store(part_i_ptr + row * NCHUNK + c, idx)
+        if use_k | use_p:
+            tl.atomic_add(rowacc_ptr + row * 4 + 1, aP)
+            tl.atomic_add(rowacc_ptr + row * 4 + 2, aK)
+            tl.atomic_add(rowacc_ptr + row * 4 + 3, mP)
+            if direct == 0:
+                tl.atomic_add(hist2_ptr + row * 2 * NB + jj, hP)
+                tl.atomic_add(hist2_ptr + row * 2 * NB + NB + jj, hK)
+            if c == 0:
+                tl.store(rowi_ptr + row * 8, 2 - direct)  # mode: 1 DIRECT, 2 REFINE (3 FALLBACK: finish)
+                tl.store(rowi_ptr + row * 8 + 1, a1)
+                tl.store(rowi_ptr + row * 8 + 2, a2)
+                tl.store(rowi_ptr + row * 8 + 3, bk)
+                tl.store(rowi_ptr + row * 8 + 4, nP)
+                tl.store(rowi_ptr + row * 8 + 5, nK)
+                tl.store(rowi_ptr + row * 8 + 6, n_bk)
+                tl.store(rowf_ptr + row * 8 + 3, sP)
+
+
+@triton.jit
+def _finish_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
+    rowf_ptr, rowi_ptr, rowacc_ptr, hist2_ptr, cand_s_ptr, cand_i_ptr, out_ptr, key_thr_ptr, s_min_ptr,
+    V, NCHUNK, CAP, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
+    BLOCK: tl.constexpr, BLOCK_C: tl.constexpr, WAYS: tl.constexpr,
+):
+    """Program per row: the token (best of the chunk races and of the candidates' race) -> out, and
+    the kept set (key threshold, min-p logit bound) -> key_thr / s_min.
+    Top-k / top-p rows. REFINE: the sub-bin counts narrow both brackets to sub-brackets (bounds
+    anchored on the exact masses above / inside the P bracket); one pass over the row compacts the
+    sub-bracket tokens (in vocabulary order), adds the exact mass above them and races the bracket
+    tokens above both sub-brackets; if they exceed CAP, the whole-row search runs instead (FALLBACK).
+    Then, on the candidates: top-k threshold = count search for the key of the (k - tokens above)-th
+    candidate of the K bracket; top-p threshold = mass search for the key where the mass above the P
+    bracket plus the candidates' mass at or above it reaches top_p * (top-k mass, or total); the
+    threshold is the larger one, and the candidates race with it."""
+    row = tl.program_id(0)
+    base = logits_ptr + row.to(tl.int64) * stride_l
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    cc = tl.arange(0, CPAD)
+    cm = cc < NCHUNK
+    best_s, best_i = _best(tl.load(part_s_ptr + row * NCHUNK + cc, mask=cm, other=float("-inf")),
+                           tl.load(part_i_ptr + row * NCHUNK + cc, mask=cm, other=2147483647))
+    t = -2147483648  # keep every key ...
+    s_min = -float("inf")  # ... and every logit, unless filtered below
+    if filtered:
+        s_min = tl.load(rowf_ptr + row * 8 + 2)
+        if use_k | use_p:
+            m = tl.load(rowf_ptr + row * 8)
+            inv_w = tl.load(rowf_ptr + row * 8 + 1)
+            sP = tl.load(rowf_ptr + row * 8 + 3)
+            mode = tl.load(rowi_ptr + row * 8)
+            a1 = tl.load(rowi_ptr + row * 8 + 1)
+            a2 = tl.load(rowi_ptr + row * 8 + 2)
+            bk = tl.load(rowi_ptr + row * 8 + 3)
+            nP = tl.load(rowi_ptr + row * 8 + 4)
+            nK = tl.load(rowi_ptr + row * 8 + 5)
+            n_bk = tl.load(rowi_ptr + row * 8 + 6)
+            zi = tl.load(rowacc_ptr + row * 4)
+            aP = tl.load(rowacc_ptr + row * 4 + 1)
+            aK = tl.load(rowacc_ptr + row * 4 + 2)
+            seed = tl.load(seed_ptr + row)
+            step = tl.load(step_ptr + row)
+            offs0 = tl.arange(0, BLOCK)
+            if mode == 2:  # REFINE: narrow both brackets to sub-bins, then compact
+                jj = tl.arange(0, NB)
+                hP = tl.load(hist2_ptr + row * 2 * NB + jj)
+                hK = tl.load(hist2_ptr + row * 2 * NB + NB + jj)
+                w = 1.0 / inv_w
+                jf = jj.to(tl.float32)
+                a1f = a1.to(tl.float32)
+                bkf = bk.to(tl.float32)
+                z = _from_fixed(zi)
+                bk2 = NB  # the K sub-bracket (a sub-bin of bk) and the P one (sub-bins [a1s, a2s])
+                n_bk2 = n_bk
+                a1s = NB
+                a2s = NB - 1
+                z_lo = z
+                z_hi = z
+                if use_k:
+                    L, U, e_lo = _mass_bounds(hK, bkf + jf / NB, bkf + (jf + 1.0) / NB, w, bk == NB - 1, NB)
+                    bk2, n_bk2 = _topk_bin(hK, n_bk, k, NB)
+                    z_lo, z_hi = _topk_mass(L, U, e_lo, bk2, n_bk2, k, _from_fixed(aK), NB)
+                    z_hi = tl.minimum(z_hi, z * 1.0001)
+                if use_p:
+                    L, U, e_lo = _mass_bounds(hP, a1f + jf / sP, a1f + (jf + 1.0) / sP, w, a2 == NB - 1, NB)
+                    m_p = _from_fixed(tl.load(rowacc_ptr + row * 4 + 3))
+                    m_tol = nP * 1.8189894035458565e-12
+                    a1s, a2s = _topp_bins(L, U, _from_fixed(aP), z_lo, z_hi, p, m_p * 0.9999 - m_tol,
+                                          m_p * 1.0001 + m_tol, NB)
+                nP2 = tl.sum(tl.where((jj >= a1s) & (jj <= a2s), hP, 0), 0)
+                nK2 = _at(hK, jj, bk2)
+                if nP2 + nK2 <= CAP:
+                    mode = 1
+                    cbase = row.to(tl.int64) * CAP
+                    runP = nP2 * 0
+                    runK = nP2
+                    aPx = tl.zeros([BLOCK], tl.int64)
+                    aKx = tl.zeros([BLOCK], tl.int64)
+                    bv_r = tl.full([BLOCK], float("-inf"), tl.float32)
+                    bi_r = tl.zeros([BLOCK], tl.int32)
+                    for start in range(0, V, BLOCK):
+                        offs = start + offs0
+                        s, valid, key = _row_keys(base, offs, V, inv_t)
+                        q, b = _bins(s, valid, m, inv_w, NB)
+                        inP1 = valid & (b >= a1) & (b <= a2)
+                        inK1 = valid & (b == bk)
+                        subP = _sub_bins(q, a1f, sP, NB)
+                        subK = _sub_bins(q, bkf, NB * 1.0, NB)
+                        upP = inP1 & (subP < a1s)  # in the P bracket, above its sub-bracket
+                        upK = inK1 & (subK < bk2)
+                        ef = _fixed(s, m, valid)
+                        aPx += tl.where(upP, ef, 0)
+                        aKx += tl.where(upK, ef, 0)
+                        above1 = (b < a1) & (b < bk)  # raced by the select kernel
+                        sure = valid & (s >= s_min) & ((b < a1) | upP) & ((b < bk) | upK) & ~above1
+                        if tl.max(sure.to(tl.int32), 0) > 0:
+                            score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
+                            bv_r, bi_r = _take(bv_r, bi_r, score, offs)
+                        inP2 = inP1 & (subP >= a1s) & (subP <= a2s)
+                        ip = inP2.to(tl.int32)
+                        pos = cbase + runP + tl.cumsum(ip, 0) - 1
+                        tl.store(cand_s_ptr + pos, s, mask=inP2)
+                        tl.store(cand_i_ptr + pos, offs, mask=inP2)
+                        runP += tl.sum(ip, 0)
+                        inK2 = inK1 & (subK == bk2)
+                        ik = inK2.to(tl.int32)
+                        pos = cbase + runK + tl.cumsum(ik, 0) - 1
+                        tl.store(cand_s_ptr + pos, s, mask=inK2)
+                        tl.store(cand_i_ptr + pos, offs, mask=inK2)
+                        runK += tl.sum(ik, 0)
+                    vmax, vidx = _best(bv_r, bi_r)
+                    better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
+                    best_s = tl.where(better, vmax, best_s)
+                    best_i = tl.where(better, vidx, best_i)
+                    aP += tl.sum(aPx, 0)
+                    aK += tl.sum(aKx, 0)
+                    nP = nP2
+                    nK = nK2
+                    n_bk = n_bk2
+                else:
+                    mode = 3
+            if mode == 1:  # exact thresholds on the candidates
+                pbase = cand_s_ptr + row.to(tl.int64) * CAP
+                kbase = pbase + nP
+                lo = (k * 0).to(tl.int64) - 2147483648
+                zk = zi
+                if use_k:
+                    kmin, kmax = _key_range(kbase, nK, BLOCK_C)
+                    lo = _search(kbase, nK, 1.0, m, kmin, kmax, (k - n_bk).to(tl.int64), False, WAYS, BLOCK_C)
+                    zk = aK + _mass_from(kbase, nK, 1.0, m, lo, BLOCK_C)
+                if use_p:
+                    kmin, kmax = _key_range(pbase, nP, BLOCK_C)
+                    tp = _search(pbase, nP, 1.0, m, kmin, kmax, _topp_target(p, zk) - aP, True, WAYS, BLOCK_C)
+                    lo = tl.maximum(lo, tp)
+                t = lo.to(tl.int32)
+                offc = tl.arange(0, BLOCK_C)
+                bv_c = tl.full([BLOCK_C], float("-inf"), tl.float32)
+                bi_c = tl.full([BLOCK_C], 2147483647, tl.int32)
+                for start in range(0, nP + nK, BLOCK_C):
+                    offs = start + offc
+                    s, valid, key = _row_keys(pbase, offs, nP + nK, 1.0)
+                    idx = tl.load(cand_i_ptr + row.to(tl.int64) * CAP + offs, mask=valid, other=0)
+                    keep = valid & (key >= t) & (s >= s_min)
+                    score = tl.where(keep, _race_at(s, seed, step, idx), float("-inf"))
+                    bv_c, bi_c = _take(bv_c, bi_c, score, tl.where(keep, idx, 2147483647))
+                vmax, vidx = _best(bv_c, bi_c)
+                better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
+                best_s = tl.where(better, vmax, best_s)
+                best_i = tl.where(better, vidx, best_i)
+            else:  # FALLBACK: whole-row exact search and race (single program; massive ties only)
+                kminv = tl.full([BLOCK], 2147483647, tl.int32)
+                kmaxv = tl.full([BLOCK], -2147483648, tl.int32)
+                for start in range(0, V, BLOCK):
+                    s, valid, key = _row_keys(base, start + offs0, V, inv_t)
+                    kminv = tl.where(valid, tl.minimum(kminv, key), kminv)
+                    kmaxv = tl.where(valid, tl.maximum(kmaxv, key), kmaxv)
+                lo = _find_threshold(base, V, inv_t, m, tl.min(kminv, 0).to(tl.int64), tl.max(kmaxv, 0).to(tl.int64),
+                                     k, p, zi, use_k, use_p, WAYS, BLOCK)
+                t = lo.to(tl.int32)
+                bv_f = tl.full([BLOCK], float("-inf"), tl.float32)
+                bi_f = tl.zeros([BLOCK], tl.int32)
+                for start in range(0, V, BLOCK):
+                    offs = start + offs0
+                    s, valid, key = _row_keys(base, offs, V, inv_t)
+                    keep = valid & (key >= t) & (s >= s_min)
+                    score = tl.where(keep, _race_block(s, seed, step, start, BLOCK), float("-inf"))
+                    bv_f, bi_f = _take(bv_f, bi_f, score, offs)
+                vmax, vidx = _best(bv_f, bi_f)
+                better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
+                best_s = tl.where(better, vmax, best_s)
+                best_i = tl.where(better, vidx, best_i)
+    tl.store(out_ptr + row, best_i.to(tl.int64))
+    tl.store(key_thr_ptr + row, t)
+    tl.store(s_min_ptr + row, s_min)
 
 
 def sample_triton(
@@ -255,9 +774,7 @@ def sample_triton(
     seeds: torch.Tensor,
     steps: torch.Tensor,
 ) -> torch.Tensor:
-    """Triton: a threshold kernel (one program per filtered row searches the top-k / top-p key
-    threshold, a 5-ary search on int keys, no sort), then a race kernel over (row, vocab chunk) programs
-    and a torch argmax over the chunks."""
+    """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring)."""
     return launch_sample(logits, temperature, top_k, top_p, min_p, seeds, steps)
 
 
@@ -279,25 +796,33 @@ def launch_sample(
     if B == 0:
         return torch.empty(0, dtype=torch.int64, device=dev)
     assert logits.stride(-1) == 1
-    temperature, top_k = temperature.float(), top_k.to(torch.int32)
-    inv_t = temperature.reciprocal()  # s = logits * inv_t, bit-identical to the reference's
+    temperature, top_k, top_p, min_p = temperature.float(), top_k.to(torch.int32), top_p.float(), min_p.float()
+    seeds, steps = seeds.to(torch.int64), steps.to(torch.int64)
     if thresholds is None:
         thresholds = (torch.empty(B, dtype=torch.int32, device=dev), torch.empty(B, dtype=torch.float32, device=dev))
     key_thr, s_min = thresholds
-    BLOCK = min(2048, max(16, next_pow2(V)))
-    cand = torch.empty(B, CANDIDATES, dtype=torch.float32, device=dev)
-    _threshold_kernel[(B,)](
-        logits, logits.stride(0), temperature, inv_t, top_k, top_p.float(), min_p.float(), key_thr, s_min, cand, V,
-        CAP=CANDIDATES, GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, BLOCK_S=min(1024, BLOCK), WAYS=SEARCH_WAYS, LEVELS=8,
-        num_warps=8,
-    )
-    nchunk = max(1, min(triton.cdiv(V, BLOCK), triton.cdiv(2 * sm_count(dev), B)))
+    NB, cap = HIST_BINS, CANDIDATES
+    BLOCK = min(STREAM_BLOCK, max(16, next_pow2(V)))
+    nchunk = max(1, min(triton.cdiv(V, BLOCK), triton.cdiv(4 * sm_count(dev), B), MAX_CHUNKS))
     chunk = triton.cdiv(triton.cdiv(V, nchunk), BLOCK) * BLOCK
     nchunk = triton.cdiv(V, chunk)
-    part_s = torch.empty(B, nchunk, dtype=torch.float32, device=dev)
-    part_i = torch.empty(B, nchunk, dtype=torch.int32, device=dev)
-    _race_kernel[(B, nchunk)](
-        logits, logits.stride(0), temperature, inv_t, top_k, key_thr, s_min, mix_seeds(seeds, steps), part_s, part_i,
-        V, chunk, nchunk, GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, num_warps=4,
-    )
-    return part_i.gather(1, part_s.argmax(dim=1, keepdim=True)).squeeze(1).to(torch.int64)
+    f32 = torch.empty(B * (3 * nchunk + 8) + B * cap, dtype=torch.float32, device=dev)
+    stat, part_s = f32[: 2 * B * nchunk], f32[2 * B * nchunk : 3 * B * nchunk]
+    rowf, cand_s = f32[3 * B * nchunk : 3 * B * nchunk + 8 * B], f32[3 * B * nchunk + 8 * B :]
+    sizes = [B * nchunk, B * nchunk * NB, B * NB, 2 * B * NB, 2 * B, 8 * B, B * cap]
+    part_i, hist, rowh, hist2, cnt, rowi, cand_i = torch.empty(sum(sizes), dtype=torch.int32, device=dev).split(sizes)
+    rowacc = torch.empty(4 * B, dtype=torch.int64, device=dev)
+    out = torch.empty(B, dtype=torch.int64, device=dev)
+    rows = (temperature, top_k, top_p, min_p)
+    opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False)  # s, q: the same bits everywhere
+    _stats_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, stat, rowh, rowacc,
+                               hist2, cnt, V, chunk, nchunk, NB=NB, num_warps=4, **opts)
+    _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, V, chunk, nchunk,
+                              CPAD=next_pow2(nchunk), NB=NB, num_warps=4, **opts)
+    _select_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowh,
+                                rowacc, hist, hist2, cnt, cand_s, cand_i, V, chunk, nchunk, cap, NB=NB, num_warps=4,
+                                **opts)
+    _finish_kernel[(B,)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowacc, hist2,
+                         cand_s, cand_i, out, key_thr, s_min, V, nchunk, cap, CPAD=next_pow2(nchunk), NB=NB,
+                         BLOCK_C=max(16, min(1024, next_pow2(cap))), WAYS=SEARCH_WAYS, num_warps=8, **opts)
+    return out
