@@ -492,6 +492,44 @@ def test_sampling_paths_agree(monkeypatch):
         assert torch.equal(tokens, results[0][0])
 
 
+@needs_triton
+@pytest.mark.parametrize("max_chunks,cap", [(4, 4096), (1, 8), (2, 2)])
+def test_sampling_scratch_in_bounds(monkeypatch, max_chunks, cap):
+    """Every scratch buffer launch_sample allocates is surrounded by sentinel guard zones: no kernel
+    store may land outside its buffer (the interpreter does not check out-of-bounds pointers, a GPU
+    faults or silently corrupts a neighbour), and the sampled tokens are valid vocabulary indices."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    monkeypatch.setattr(sampling, "STREAM_BLOCK", 128)
+    monkeypatch.setattr(sampling, "HIST_BINS", 32)
+    monkeypatch.setattr(sampling, "MAX_CHUNKS", max_chunks)
+    monkeypatch.setattr(sampling, "CANDIDATES", cap)
+    guard, allocs = 1024, []
+
+    def guarded_empty(*size, dtype=None, device=None):
+        n = math.prod(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size)
+        sentinel = NAN if dtype.is_floating_point else -123456789
+        buf = torch.full((n + 2 * guard,), sentinel, dtype=dtype, device=device)
+        allocs.append((buf, n))
+        return buf[guard : guard + n].view(*size)
+
+    proxy = type("GuardedTorch", (), {"__getattr__": lambda self, name: getattr(torch, name)})()
+    proxy.empty = guarded_empty
+    monkeypatch.setattr(sampling, "torch", proxy)
+    gen = torch.Generator().manual_seed(12)
+    V = 500
+    cases = [(1.0, 0, 0.9, 0.0), (0.8, 40, 0.9, 0.0), (1.0, 300, 0.95, 0.05), (1.0, 200, 1.0, 0.0)]
+    scales = [0.05, 0.5, 1.0, 0.3]
+    logits = torch.stack([torch.randn(V, generator=gen) * sc for sc in scales])
+    params = sampling_set_rows(row_params(len(cases), 1.0), cases)
+    tokens = sampling.launch_sample(logits.to(DEV), **params).cpu()
+    assert len(allocs) >= 4
+    for buf, n in allocs:
+        for zone in (buf[:guard], buf[guard + n :]):
+            intact = zone.isnan() if zone.is_floating_point() else zone == -123456789
+            assert bool(intact.all()), (buf.dtype, n)
+    assert bool(((tokens >= 0) & (tokens < V)).all()), tokens
+
+
 @pytest.mark.parametrize("impl", ["ref", pytest.param("triton", marks=needs_triton)])
 def test_sampling_greedy_and_top1_exact(impl):
     gen = torch.Generator().manual_seed(8)

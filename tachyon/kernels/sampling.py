@@ -514,7 +514,7 @@ def _select_kernel(
                 nP = tl.sum(tl.where((jj >= a1) & (jj <= a2), h, 0), 0)
             else:
                 a1 = NB
-            direct = (nP + nK <= CAP).to(tl.int32)
+            direct = ((nP >= 0) & (nK >= 0) & (nP + nK <= CAP)).to(tl.int32)
             sP = NB / tl.maximum(a2 - a1 + 1, 1).to(tl.float32)
             if direct != 0:  # this chunk's candidate slots
                 hc = tl.load(hist_ptr + (row * NCHUNK + c) * NB + jj)
@@ -549,16 +549,18 @@ def _select_kernel(
             if tl.max(sure.to(tl.int32), 0) > 0:
                 score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
                 bestv, besti = _take(bestv, besti, score, offs)
-            if direct != 0:
+            if direct != 0:  # slots bounded to the row's regions whatever the counts (no stray store)
                 ip = inP.to(tl.int32)
-                pos = cbase + runP + tl.cumsum(ip, 0) - 1
-                tl.store(cand_s_ptr + pos, s, mask=inP)
-                tl.store(cand_i_ptr + pos, offs, mask=inP)
+                slot = runP + tl.cumsum(ip, 0) - 1
+                okP = inP & (slot >= 0) & (slot < nP)
+                tl.store(cand_s_ptr + cbase + slot, s, mask=okP)
+                tl.store(cand_i_ptr + cbase + slot, offs, mask=okP)
                 runP += tl.sum(ip, 0)
                 ik = inK.to(tl.int32)
-                pos = cbase + runK + tl.cumsum(ik, 0) - 1
-                tl.store(cand_s_ptr + pos, s, mask=inK)
-                tl.store(cand_i_ptr + pos, offs, mask=inK)
+                slot = runK + tl.cumsum(ik, 0) - 1
+                okK = inK & (slot >= nP) & (slot < nP + nK)
+                tl.store(cand_s_ptr + cbase + slot, s, mask=okK)
+                tl.store(cand_i_ptr + cbase + slot, offs, mask=okK)
                 runK += tl.sum(ik, 0)
             else:
                 hP += tl.histogram(tl.where(inP, _sub_bins(q, a1f, sP, NB), 0), NB)
@@ -660,7 +662,7 @@ def _finish_kernel(
                                           m_p * 1.0001 + m_tol, NB)
                 nP2 = tl.sum(tl.where((jj >= a1s) & (jj <= a2s), hP, 0), 0)
                 nK2 = _at(hK, jj, bk2)
-                if nP2 + nK2 <= CAP:
+                if (nP2 >= 0) & (nK2 >= 0) & (nP2 + nK2 <= CAP):
                     mode = 1
                     cbase = row.to(tl.int64) * CAP
                     runP = nP2 * 0
@@ -689,15 +691,17 @@ def _finish_kernel(
                             bv_r, bi_r = _take(bv_r, bi_r, score, offs)
                         inP2 = inP1 & (subP >= a1s) & (subP <= a2s)
                         ip = inP2.to(tl.int32)
-                        pos = cbase + runP + tl.cumsum(ip, 0) - 1
-                        tl.store(cand_s_ptr + pos, s, mask=inP2)
-                        tl.store(cand_i_ptr + pos, offs, mask=inP2)
+                        slot = runP + tl.cumsum(ip, 0) - 1  # bounded to [0, nP2) / [nP2, nP2 + nK2)
+                        okP = inP2 & (slot >= 0) & (slot < nP2)
+                        tl.store(cand_s_ptr + cbase + slot, s, mask=okP)
+                        tl.store(cand_i_ptr + cbase + slot, offs, mask=okP)
                         runP += tl.sum(ip, 0)
                         inK2 = inK1 & (subK == bk2)
                         ik = inK2.to(tl.int32)
-                        pos = cbase + runK + tl.cumsum(ik, 0) - 1
-                        tl.store(cand_s_ptr + pos, s, mask=inK2)
-                        tl.store(cand_i_ptr + pos, offs, mask=inK2)
+                        slot = runK + tl.cumsum(ik, 0) - 1
+                        okK = inK2 & (slot >= nP2) & (slot < nP2 + nK2)
+                        tl.store(cand_s_ptr + cbase + slot, s, mask=okK)
+                        tl.store(cand_i_ptr + cbase + slot, offs, mask=okK)
                         runK += tl.sum(ik, 0)
                     vmax, vidx = _best(bv_r, bi_r)
                     better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
