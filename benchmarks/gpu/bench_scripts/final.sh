@@ -4,11 +4,12 @@
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py -k "sampling or attention" 2>&1 | tail -2
+timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py -k "sampling or attention" 2>&1 | tail -3
+[ -f devfix/paths_diag.py ] && timeout 60 python3 devfix/paths_diag.py 2>&1 | grep -v -i warn
 mkdir -p $OUT/smoke
 timeout 150 python3 benchmarks/gpu/engine_smoke.py --shapes qwen2.5-7b --out $OUT/smoke 2>&1 | grep -v -i warn | tail -5
 timeout 150 python3 benchmarks/gpu/engine_smoke.py --shapes qwen3-0.6b --parity --out $OUT/smoke 2>&1 | grep -v -i warn | tail -6
-for run in "qwen2.5-7b seed8 200" "qwen3-0.6b bs1 120" "qwen2.5-7b bs1 150"; do
+for run in "qwen2.5-7b seed8 150" "qwen3-0.6b bs1 90"; do
   set -- $run
   timeout $3 $B bench offline --backend hf,tachyon --model $1 --dummy --workload $2 --output /tmp/res/$2_$1.json \
     --report-dir /tmp/res 2>&1 | grep -v "Loading weights" | tail -4
