@@ -137,29 +137,38 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1
     inside CUDA graphs and keep the kernel only where it is correct and faster; the same for the skinny
     GEMM at SMALL_M rows; then, for layers with a prologue op, the fused kernel against that op + the
-    chosen GEMV.
-    Returns {"NxK[+bias][+prologue]": config or None}."""
-    chosen: dict[tuple, tuple | None] = {}
+    chosen GEMV. Decisions already known for this GPU model (kernels.tuning) are reused untimed.
+    Returns {"NxK[+bias]@kind": config or None}."""
+    from tachyon.kernels import tuning
+
+    chosen: dict[str, tuple | None] = {}
+
+    def decide(mod: Linear, kind: str, pick) -> tuple | None:
+        name = f"{mod.weight.shape[0]}x{mod.weight.shape[1]}{'+bias' if mod.bias is not None else ''}@{kind}"
+        if name not in chosen:
+            tag = tuning.device_tag(mod.weight.device)
+            key = tuning.make_key(mod.weight.device, mod.weight, mod.bias is not None, kind)
+            known, choice = tuning.lookup(tag, key)
+            if not known:
+                choice = pick()
+                tuning.remember(tag, key, choice)
+            chosen[name] = choice
+        return chosen[name]
+
     for mod in model.modules():
         if not isinstance(mod, Linear) or not mod.weight.is_cuda:
             continue
-        key = (*mod.weight.shape, mod.weight.dtype, mod.bias is not None, None)
-        if key not in chosen:
-            chosen[key] = kernels.pick_gemv_config(mod.weight, mod.bias)
-        mod.gemv_config = chosen[key]
-        skey = (*key[:4], f"m{SMALL_M}")
-        if skey not in chosen:
-            chosen[skey] = kernels.pick_small_config(mod.weight, mod.bias, SMALL_M)
-        mod.small_config = chosen[skey]
+        mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
+        mod.small_config = decide(mod, f"m{SMALL_M}",
+                                  lambda m=mod: kernels.pick_small_config(m.weight, m.bias, SMALL_M))
         mod.fused_config = None
         if mod.prologue is not None:
-            fkey = (*key[:4], mod.prologue)
-            if fkey not in chosen:
-                norm_w = torch.ones(mod.in_features, dtype=mod.weight.dtype, device=mod.weight.device)
-                chosen[fkey] = kernels.pick_fused_config(mod.weight, mod.bias, mod.prologue, mod.gemv_config,
-                                                         norm_w=norm_w)
-            mod.fused_config = chosen[fkey]
-    return {f"{k[0]}x{k[1]}{'+bias' if k[3] else ''}{'+' + k[4] if k[4] else ''}": v for k, v in chosen.items()}
+            def pick_fused(m=mod):
+                norm_w = torch.ones(m.in_features, dtype=m.weight.dtype, device=m.weight.device)
+                return kernels.pick_fused_config(m.weight, m.bias, m.prologue, m.gemv_config, norm_w=norm_w)
+
+            mod.fused_config = decide(mod, f"m1+{mod.prologue}", pick_fused)
+    return chosen
 
 
 def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,

@@ -1,0 +1,95 @@
+"""Remembered kernel choices of the warm-up (`tune_gemv`), so a start-up only times and compiles the
+candidates of shapes never seen on this GPU model.
+
+Contract: `lookup(key)` returns (True, choice) for a known key — the choice may be None (cuBLAS) — or
+(False, None); `remember(key, choice)` records a fresh measurement in the user cache
+(~/.cache/tachyon/kernel_tuning.json, or $TACHYON_CACHE_DIR; written atomically, best effort). A key
+names the GPU model, torch and triton versions, the candidate lists (a fingerprint: changing them
+invalidates every entry), dtype, weight shape, bias, prologue and row count. Lookups consult the user
+cache, then the table shipped for the GPU model (tachyon/kernels/tuned/<gpu>.json, measured with the
+same fingerprint); TACHYON_RETUNE=1 ignores both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+_USER: dict[str, object] | None = None
+_SHIPPED: dict[str, dict[str, object]] = {}
+
+
+def fingerprint() -> str:
+    """Hash of every candidate list: entries measured against other candidates are not reused."""
+    gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
+    lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.SMALL_CONFIGS, gemv.SMALL_M)
+    return hashlib.sha1(repr(lists).encode()).hexdigest()[:12]
+
+
+def device_tag(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device).replace(" ", "_")
+
+
+def make_key(device: torch.device, w: torch.Tensor, bias: bool, kind: str) -> str:
+    """Versioned key of one tuning decision; `kind` is "m1", "m8", "m1+rmsnorm" or "m1+silu"."""
+    import triton
+
+    tv = ".".join(triton.__version__.split(".")[:2])
+    tt = ".".join(torch.__version__.split(".")[:2])
+    dt = str(w.dtype).removeprefix("torch.")
+    return f"{fingerprint()}|torch{tt}|triton{tv}|{dt}|{w.shape[0]}x{w.shape[1]}|bias={int(bias)}|{kind}"
+
+
+def _user_path() -> Path:
+    root = os.environ.get("TACHYON_CACHE_DIR") or Path.home() / ".cache" / "tachyon"
+    return Path(root) / "kernel_tuning.json"
+
+
+def _user() -> dict[str, object]:
+    global _USER
+    if _USER is None:
+        try:
+            _USER = json.loads(_user_path().read_text())
+        except (OSError, ValueError):
+            _USER = {}
+    return _USER
+
+
+def _shipped(tag: str) -> dict[str, object]:
+    if tag not in _SHIPPED:
+        path = Path(__file__).parent / "tuned" / f"{tag}.json"
+        try:
+            _SHIPPED[tag] = json.loads(path.read_text()).get("entries", {})
+        except (OSError, ValueError):
+            _SHIPPED[tag] = {}
+    return _SHIPPED[tag]
+
+
+def lookup(tag: str, key: str) -> tuple[bool, tuple | None]:
+    if os.environ.get("TACHYON_RETUNE", "0") == "1":
+        return False, None
+    for table in (_user().get(tag, {}), _shipped(tag)):
+        if key in table:
+            v = table[key]
+            return True, (tuple(v) if v is not None else None)
+    return False, None
+
+
+def remember(tag: str, key: str, choice: tuple | None) -> None:
+    user = _user()
+    user.setdefault(tag, {})[key] = list(choice) if choice is not None else None
+    path = _user_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(user, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home only costs the next start its tuning time
