@@ -5,7 +5,7 @@
 export GIT_SHA=$TACHYON_GIT_SHA
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_kernels.py -k "sampling or attention" 2>&1 | tail -3
-[ -f devfix/paths_diag.py ] && timeout 60 python3 devfix/paths_diag.py 2>&1 | grep -v -i warn
+timeout 60 python3 benchmarks/kernels/sample_paths_check.py 2>&1 | grep -v -i warn
 mkdir -p $OUT/smoke
 timeout 150 python3 benchmarks/gpu/engine_smoke.py --shapes qwen2.5-7b --out $OUT/smoke 2>&1 | grep -v -i warn | tail -5
 timeout 150 python3 benchmarks/gpu/engine_smoke.py --shapes qwen3-0.6b --parity --out $OUT/smoke 2>&1 | grep -v -i warn | tail -6
