@@ -259,6 +259,18 @@ def _topp_bins(L, U, a_mass, z_lo, z_hi, p, tot_lo, tot_hi, NB: tl.constexpr):
 
 
 @triton.jit
+def _compact(cand_s_ptr, cand_i_ptr, cbase, sel, s, offs, run, lo, hi):
+    """Append the selected (s, index) pairs of a block at slots run, run + 1, ... of the row's candidate
+    region; only slots in [lo, hi) are written, whatever the counts (no stray store). Returns the new run."""
+    n = sel.to(tl.int32)
+    slot = run + tl.cumsum(n, 0) - 1
+    ok = sel & (slot >= lo) & (slot < hi)
+    tl.store(cand_s_ptr + cbase + slot, s, mask=ok)
+    tl.store(cand_i_ptr + cbase + slot, offs, mask=ok)
+    return run + tl.sum(n, 0)
+
+
+@triton.jit
 def _to_fixed(x):
     """A non-negative fp32 mass as int64 fixed point (2^40 = 1)."""
     return (x * 1099511627776.0).to(tl.int64)
@@ -550,18 +562,8 @@ def _select_kernel(
                 score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
                 bestv, besti = _take(bestv, besti, score, offs)
             if direct != 0:  # slots bounded to the row's regions whatever the counts (no stray store)
-                ip = inP.to(tl.int32)
-                slot = runP + tl.cumsum(ip, 0) - 1
-                okP = inP & (slot >= 0) & (slot < nP)
-                tl.store(cand_s_ptr + cbase + slot, s, mask=okP)
-                tl.store(cand_i_ptr + cbase + slot, offs, mask=okP)
-                runP += tl.sum(ip, 0)
-                ik = inK.to(tl.int32)
-                slot = runK + tl.cumsum(ik, 0) - 1
-                okK = inK & (slot >= nP) & (slot < nP + nK)
-                tl.store(cand_s_ptr + cbase + slot, s, mask=okK)
-                tl.store(cand_i_ptr + cbase + slot, offs, mask=okK)
-                runK += tl.sum(ik, 0)
+                runP = _compact(cand_s_ptr, cand_i_ptr, cbase, inP, s, offs, runP, 0, nP)
+                runK = _compact(cand_s_ptr, cand_i_ptr, cbase, inK, s, offs, runK, nP, nP + nK)
             else:
                 hP += tl.histogram(tl.where(inP, _sub_bins(q, a1f, sP, NB), 0), NB)
                 hP -= tl.where(jj == 0, BLOCK - tl.sum(inP.to(tl.int32), 0), 0)
@@ -690,19 +692,9 @@ def _finish_kernel(
                             score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
                             bv_r, bi_r = _take(bv_r, bi_r, score, offs)
                         inP2 = inP1 & (subP >= a1s) & (subP <= a2s)
-                        ip = inP2.to(tl.int32)
-                        slot = runP + tl.cumsum(ip, 0) - 1  # bounded to [0, nP2) / [nP2, nP2 + nK2)
-                        okP = inP2 & (slot >= 0) & (slot < nP2)
-                        tl.store(cand_s_ptr + cbase + slot, s, mask=okP)
-                        tl.store(cand_i_ptr + cbase + slot, offs, mask=okP)
-                        runP += tl.sum(ip, 0)
+                        runP = _compact(cand_s_ptr, cand_i_ptr, cbase, inP2, s, offs, runP, 0, nP2)
                         inK2 = inK1 & (subK == bk2)
-                        ik = inK2.to(tl.int32)
-                        slot = runK + tl.cumsum(ik, 0) - 1
-                        okK = inK2 & (slot >= nP2) & (slot < nP2 + nK2)
-                        tl.store(cand_s_ptr + cbase + slot, s, mask=okK)
-                        tl.store(cand_i_ptr + cbase + slot, offs, mask=okK)
-                        runK += tl.sum(ik, 0)
+                        runK = _compact(cand_s_ptr, cand_i_ptr, cbase, inK2, s, offs, runK, nP2, nP2 + nK2)
                     vmax, vidx = _best(bv_r, bi_r)
                     better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
                     best_s = tl.where(better, vmax, best_s)
