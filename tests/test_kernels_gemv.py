@@ -194,3 +194,35 @@ def test_shipped_table_matches_current_candidates(monkeypatch):
     mod = importlib.import_module("tachyon.kernels.gemv")
     monkeypatch.setattr(mod, "CONFIGS", mod.CONFIGS[:-1])
     assert tuning.fingerprint() != table["fingerprint"]
+
+
+class _FakeCuda(torch.Tensor):
+    """A CPU tensor that reports is_cuda, to drive tune_gemv's bookkeeping without a GPU."""
+
+    @property
+    def is_cuda(self):
+        return True
+
+
+def test_tune_gemv_decides_once_per_shape_and_remembers(tmp_path, monkeypatch):
+    from tachyon.kernels import tuning
+
+    monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning, "_USER", None)
+    monkeypatch.setattr(tuning, "device_tag", lambda dev: "Fake_GPU")
+    calls = []
+    monkeypatch.setattr(kernels, "pick_gemv_config", lambda w, b: calls.append("m1") or CONFIGS[1])
+    monkeypatch.setattr(kernels, "pick_small_config", lambda w, b, m: calls.append("m8") or None)
+    monkeypatch.setattr(kernels, "pick_fused_config",
+                        lambda w, b, p, plain, norm_w=None: calls.append(p) or CONFIGS[2])
+    model = torch.nn.Sequential(Linear(64, 32), Linear(64, 32), Linear(64, 32, bias=True))
+    model[1].prologue = "rmsnorm"
+    for lin in model:
+        lin.weight = torch.nn.Parameter(lin.weight.data.as_subclass(_FakeCuda), requires_grad=False)
+    first = tune_gemv(model)
+    assert calls == ["m1", "m8", "rmsnorm", "m1", "m8"]  # same shape timed once; bias is another shape
+    assert [(m.gemv_config, m.small_config, m.fused_config) for m in model] == [
+        (CONFIGS[1], None, None), (CONFIGS[1], None, CONFIGS[2]), (CONFIGS[1], None, None)]
+    calls.clear()
+    monkeypatch.setattr(tuning, "_USER", None)  # the next start reads the user cache back
+    assert tune_gemv(model) == first and calls == []
