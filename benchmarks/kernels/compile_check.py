@@ -1,0 +1,123 @@
+"""Compile every Tachyon Triton kernel for a GPU target without a GPU (meta tensors, Triton's full
+pipeline down to the cubin): catches constructs a given Triton version rejects before device time is
+spent. Each `*_kernel` launch is intercepted and compiled with the signature and constexprs it would
+have run with, at representative Qwen2.5-7B shapes.
+
+Usage (any machine with triton, e.g. a venv holding the GPU machine's triton version):
+    TRITON_INTERPRET=0 python benchmarks/kernels/compile_check.py [--arch 90]
+Exit status 1 if any kernel fails to compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from pathlib import Path
+
+os.environ["TRITON_INTERPRET"] = "0"  # before tachyon's kernels import triton
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+MODULES = ("activation", "attention", "fused_qkv", "gemv", "rmsnorm", "rotary", "sampling", "store_kv")
+TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64"}
+RESULTS: list[tuple[str, bool, str]] = []
+
+
+class _Compile:
+    """Stands in for a JITFunction: `kernel[grid](*args, **kw)` compiles instead of launching."""
+
+    def __init__(self, fn, arch: int):
+        self.fn, self.arch = fn, arch
+
+    def __getitem__(self, grid):
+        def call(*args, **kw):
+            fn = self.fn
+            opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "enable_fp_fusion") if k in kw}
+            vals = dict(zip(fn.arg_names, args))
+            vals.update(kw)
+            sig, const = {}, {}
+            for p in fn.params:
+                v = vals[p.name]
+                if p.is_constexpr:
+                    sig[p.name], const[p.name] = "constexpr", v
+                elif isinstance(v, torch.Tensor):
+                    sig[p.name] = TYPES[v.dtype]
+                elif isinstance(v, bool):
+                    sig[p.name] = "i1"
+                elif isinstance(v, int):
+                    sig[p.name] = "i32" if -2**31 <= v < 2**31 else "i64"
+                elif isinstance(v, float):
+                    sig[p.name] = "fp32"
+                else:
+                    raise TypeError(f"{fn.__name__}: argument {p.name} of type {type(v).__name__}")
+            try:
+                triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", self.arch, 32), options=opts)
+                RESULTS.append((fn.__name__, True, ""))
+            except Exception as e:  # noqa: BLE001 - reported below
+                traceback.print_exc()
+                RESULTS.append((fn.__name__, False, repr(e)[:300]))
+        return call
+
+
+def launch_all() -> None:
+    K = importlib.import_module("tachyon.kernels")
+    G = importlib.import_module("tachyon.kernels.gemv")
+    meta = "meta"
+
+    def t(dtype, *shape):
+        return torch.empty(*shape, device=meta, dtype=dtype)
+
+    for dt in (torch.bfloat16, torch.float32):
+        hq, hkv, d, page = 28, 4, 128, 16
+        q = t(dt, 4096, hq, d)
+        cache = t(dt, 2, 1000, page, hkv, d)
+        i32, i64, f32 = (lambda *s, x=x: t(x, *s) for x in (torch.int32, torch.int64, torch.float32))
+        for b, ctx in ((1, 4096), (256, 4096)):
+            K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
+        K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
+        K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
+        x = t(dt, 4096, 3584)
+        K.rmsnorm_triton(x, t(dt, 3584), 1e-6, x)
+        K.rotary_triton(q, q[:, :hkv], i64(4096), f32(32768, 128))
+        K.silu_and_mul_triton(t(dt, 4096, 2 * 18944))
+        for cfg in G.CONFIGS + G.FUSED_CONFIGS:
+            G.gemv_triton(t(dt, 1, 3584), t(dt, 4608, 3584), t(dt, 4608), cfg)
+            G.rmsnorm_gemv_triton(t(dt, 1, 3584), t(dt, 1, 3584), t(dt, 3584), 1e-6, t(dt, 4608, 3584), None, cfg)
+            G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
+        for cfg in G.SMALL_CONFIGS:
+            G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
+    qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
+    K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
+                      t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)
+    for b in (8, 256):
+        f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))
+        K.sample_triton(f32b(b, 152064), f32b(b), i32b(b), f32b(b), f32b(b), i64b(b), i64b(b))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", type=int, default=90)
+    args = ap.parse_args()
+    for name in MODULES:
+        mod = importlib.import_module(f"tachyon.kernels.{name}")
+        for attr in dir(mod):
+            obj = getattr(mod, attr)
+            if isinstance(obj, triton.runtime.jit.JITFunction) and attr.endswith("_kernel"):
+                setattr(mod, attr, _Compile(obj, args.arch))
+    launch_all()
+    failed = [r for r in RESULTS if not r[1]]
+    print(f"triton {triton.__version__}, sm_{args.arch}: {len(RESULTS)} kernel variants compiled, {len(failed)} failed")
+    for name, _, err in failed:
+        print(f"  FAIL {name}: {err}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
