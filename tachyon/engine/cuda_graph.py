@@ -35,7 +35,8 @@ class DecodeGraphRunner:
         # i64 = ids | positions | slots | seeds | steps | src ; i32 = seq_lens | top_k ; f32 = temp | top_p | min_p;
         # tables [B, MB] row-major, so a bucket's rows are one contiguous prefix (only those travel)
         self._host = [self._new_host_set() for _ in range(2)]
-        self._host_free = [None, None]  # event after the last upload from each set
+        self._host_np = [tuple(t.numpy() for t in h) for h in self._host]  # views, for per-row writes
+        self._host_free = [torch.cuda.Event(), torch.cuda.Event()]  # recorded after each set's upload
         self._set = 0
         self._i64 = torch.zeros(6 * B, dtype=torch.int64, device=device)
         self._i32 = torch.zeros(2 * B, dtype=torch.int32, device=device)
@@ -106,7 +107,7 @@ class DecodeGraphRunner:
         if start >= end:
             return
         B = self.max_bs
-        i64, i32, f32, tables = (t.numpy() for t in self._host[self._set])
+        i64, i32, f32, tables = self._host_np[self._set]
         for k in range(5):
             i64[k * B + start: k * B + end] = 0
         i64[2 * B + start: 2 * B + end] = -1  # slot -1: padding rows store nothing
@@ -126,17 +127,13 @@ class DecodeGraphRunner:
         self._i32.copy_(i32, non_blocking=True)
         self._f32.copy_(f32, non_blocking=True)
         self.block_tables[:rows].copy_(tables[:rows], non_blocking=True)
-        ev = torch.cuda.Event()
-        ev.record()
-        self._host_free[self._set] = ev
+        self._host_free[self._set].record()
         self._set ^= 1
 
     def _host_set(self) -> tuple:
         """The host set to fill next, once its previous upload has finished (normally long ago)."""
-        ev = self._host_free[self._set]
-        if ev is not None:
-            ev.synchronize()
-        return tuple(t.numpy() for t in self._host[self._set])
+        self._host_free[self._set].synchronize()  # returns at once if never recorded
+        return self._host_np[self._set]
 
     def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
