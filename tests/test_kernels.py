@@ -403,7 +403,7 @@ def test_sampling_kept_set(monkeypatch, cap):
         params["temperature"][r], params["top_k"][r], params["top_p"][r], params["min_p"][r] = T, k, p, mp
     key_thr = torch.full((B,), -7, dtype=torch.int32, device=DEV)
     s_min = torch.full((B,), NAN, device=DEV)
-    sampling.launch_sample(logits.to(DEV), **params, thresholds=(key_thr, s_min))
+    sampling.sample_triton(logits.to(DEV), **params, thresholds=(key_thr, s_min))
     key_thr, s_min = key_thr.cpu(), s_min.cpu()
     for r, (T, k, p, mp) in enumerate(cases):
         s = logits[r] * params["temperature"][r].cpu().reciprocal()
@@ -418,7 +418,7 @@ def test_sampling_kept_set(monkeypatch, cap):
 
 
 def sampling_kept_mask(logits, params, key_thr, s_min):
-    """The kept set that launch_sample's thresholds define, per row."""
+    """The kept set that sample_triton's thresholds define, per row."""
     s = logits * params["temperature"].cpu().reciprocal()[:, None]
     bits = s.view(torch.int32)
     key = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
@@ -448,7 +448,7 @@ def test_sampling_kept_set_large(monkeypatch, cap):
     params = sampling_set_rows(row_params(len(cases), 1.0), cases)
     key_thr = torch.full((len(cases),), -7, dtype=torch.int32, device=DEV)
     s_min = torch.full((len(cases),), NAN, device=DEV)
-    tokens = sampling.launch_sample(logits.to(DEV), **params, thresholds=(key_thr, s_min)).cpu()
+    tokens = sampling.sample_triton(logits.to(DEV), **params, thresholds=(key_thr, s_min)).cpu()
     kept = sampling_kept_mask(logits, params, key_thr, s_min)
     for r, (T, k, p, mp) in enumerate(cases):
         expect = expected_probs(logits[r], T, k, p, mp) > 0
@@ -481,7 +481,7 @@ def test_sampling_paths_agree(monkeypatch):
         monkeypatch.setattr(sampling, "CANDIDATES", cap)
         key_thr = torch.full((len(all_cases),), -7, dtype=torch.int32, device=DEV)
         s_min = torch.full((len(all_cases),), NAN, device=DEV)
-        tokens = sampling.launch_sample(logits.to(DEV), **params, thresholds=(key_thr, s_min))
+        tokens = sampling.sample_triton(logits.to(DEV), **params, thresholds=(key_thr, s_min))
         results.append((tokens.cpu(), key_thr.cpu(), s_min.cpu()))
     kept = sampling_kept_mask(logits, params, *results[0][1:])
     for r, (T, k, p, mp) in enumerate(all_cases):
@@ -495,7 +495,7 @@ def test_sampling_paths_agree(monkeypatch):
 @needs_triton
 @pytest.mark.parametrize("max_chunks,cap", [(4, 4096), (1, 8), (2, 2)])
 def test_sampling_scratch_in_bounds(monkeypatch, max_chunks, cap):
-    """Every scratch buffer launch_sample allocates is surrounded by sentinel guard zones: no kernel
+    """Every scratch buffer sample_triton allocates is surrounded by sentinel guard zones: no kernel
     store may land outside its buffer (the interpreter does not check out-of-bounds pointers, a GPU
     faults or silently corrupts a neighbour), and the sampled tokens are valid vocabulary indices."""
     sampling = importlib.import_module("tachyon.kernels.sampling")
@@ -521,7 +521,7 @@ def test_sampling_scratch_in_bounds(monkeypatch, max_chunks, cap):
     scales = [0.05, 0.5, 1.0, 0.3]
     logits = torch.stack([torch.randn(V, generator=gen) * sc for sc in scales])
     params = sampling_set_rows(row_params(len(cases), 1.0), cases)
-    tokens = sampling.launch_sample(logits.to(DEV), **params).cpu()
+    tokens = sampling.sample_triton(logits.to(DEV), **params).cpu()
     assert len(allocs) >= 4
     for buf, n in allocs:
         for zone in (buf[:guard], buf[guard + n :]):

@@ -9,7 +9,7 @@ then to the smallest prefix whose mass (renormalised over the top-k) reaches top
 with p >= min_p * p_max. A row's draw depends only on its logits, parameters, seed and step.
 The reference and the Triton kernels sample the same distribution with different random streams.
 
-Triton path (`launch_sample`). s = x * (1 / T); key(s) is its order-preserving int32 image. The kept
+Triton path (`sample_triton`). s = x * (1 / T); key(s) is its order-preserving int32 image. The kept
 set of a row is {key >= t} & {s >= s_min}: t is the larger of the top-k threshold (the largest t with
 at least k keys >= t) and the top-p one (the largest t whose keys >= t hold >= top_p of the top-k
 mass), so tokens tied with the last kept one are kept too; s_min = m + log(min_p), m = max s.
@@ -769,23 +769,11 @@ def sample_triton(
     min_p: torch.Tensor,
     seeds: torch.Tensor,
     steps: torch.Tensor,
-) -> torch.Tensor:
-    """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring)."""
-    return launch_sample(logits, temperature, top_k, top_p, min_p, seeds, steps)
-
-
-def launch_sample(
-    logits: torch.Tensor,
-    temperature: torch.Tensor,
-    top_k: torch.Tensor,
-    top_p: torch.Tensor,
-    min_p: torch.Tensor,
-    seeds: torch.Tensor,
-    steps: torch.Tensor,
     thresholds: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """sample_triton; `thresholds` (int32 [B], fp32 [B]) receive each filtered row's key threshold
-    and min-p logit bound, which define its kept set (tests use them)."""
+    """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring).
+    `thresholds` (int32 [B], fp32 [B]), if given, receive each filtered row's key threshold and min-p
+    logit bound, which define its kept set (tests read them)."""
     require_triton()
     B, V = logits.shape
     dev = logits.device
