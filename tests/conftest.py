@@ -26,3 +26,18 @@ def tiny_qwen3() -> str:
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> str:
     return smollm2_gguf_path()
+
+
+@pytest.fixture
+def poison(monkeypatch):
+    """torch.empty / empty_like hand out NaN-filled (float) or -7-filled (int) memory, so elements a
+    kernel should have written but did not show up."""
+    import torch
+
+    real_empty, real_like = torch.empty, torch.empty_like
+
+    def fill(t: "torch.Tensor") -> "torch.Tensor":
+        return t.fill_(float("nan") if t.is_floating_point() else -7)
+
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: fill(real_empty(*a, **k)))
+    monkeypatch.setattr(torch, "empty_like", lambda *a, **k: fill(real_like(*a, **k)))

@@ -1,32 +1,10 @@
 """qkv_post (q/k norm + rotary + KV store in one kernel) against its reference, and the reference
 against the separate sequence it replaces (bit for bit). Triton runs under the interpreter on CPU."""
 
-import importlib
-import os
-
 import pytest
 import torch
 
-CUDA = torch.cuda.is_available()
-if not CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton's first import (see test_kernels.py)
-
-K = importlib.import_module("tachyon.kernels")
-
-
-def _interpreter_usable() -> bool:
-    if CUDA or not K.HAS_TRITON:
-        return K.HAS_TRITON
-    import triton.language as tl
-
-    return type(tl.cdiv).__name__ == "InterpretedFunction"
-
-
-DEV = "cuda" if CUDA else "cpu"
-NAN = float("nan")
-needs_triton = pytest.mark.skipif(
-    not _interpreter_usable(), reason="triton is not installed, or was imported before TRITON_INTERPRET=1"
-)
+from tests.kernel_env import CUDA, DEV, NAN, K, needs_triton
 
 # name -> (Hq, Hkv, D, rot_dim, qk_norm); small stand-ins for the real families
 CONFIGS = {
@@ -35,18 +13,6 @@ CONFIGS = {
     "qwen3": (4, 2, 64, 64, True),  # q/k norm, head_dim 64 != hidden / heads
     "partial-rot": (3, 1, 48, 16, True),  # D not a power of two, rotary on the first 16 features
 }
-
-
-@pytest.fixture
-def poison(monkeypatch):
-    """torch.empty / empty_like hand out NaN-filled (float) or -7-filled (int) memory."""
-    real_empty, real_like = torch.empty, torch.empty_like
-
-    def fill(t: torch.Tensor) -> torch.Tensor:
-        return t.fill_(NAN if t.is_floating_point() else -7)
-
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: fill(real_empty(*a, **k)))
-    monkeypatch.setattr(torch, "empty_like", lambda *a, **k: fill(real_like(*a, **k)))
 
 
 def make_case(name: str, dtype: torch.dtype, T: int = 9, seed: int = 0) -> dict:
