@@ -76,17 +76,10 @@ def test_attention_ref_matches_sdpa(Hq, Hkv, D, block_size):
     torch.testing.assert_close(out.double().cpu(), ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.fixture(params=["fused", "unfused"])
-def attention_split_reduce(request, monkeypatch):
-    """Both split-KV reductions: fused into the decode kernel (last program merges) or a second kernel."""
-    monkeypatch.setattr(attn_mod, "FUSED_SPLIT_REDUCE", request.param == "fused")
-    return request.param
-
-
 @needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("Hq,Hkv,D,splits", [(8, 2, 64, 1), (8, 2, 64, 3), (7, 1, 32, 0), (4, 4, 48, 2)])
-def test_attention_decode(poison, attention_split_reduce, dtype, Hq, Hkv, D, splits):
+def test_attention_decode(poison, dtype, Hq, Hkv, D, splits):
     gen = torch.Generator().manual_seed(1)
     q, cache, meta, _ = make_batch(DECODE, Hq, Hkv, D, 16, dtype, gen)
     out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
@@ -94,34 +87,28 @@ def test_attention_decode(poison, attention_split_reduce, dtype, Hq, Hkv, D, spl
 
 
 # seq_lens 1, 21, 151, 96, 261: with 8 splits of >= 32 keys (fp32 BLOCK_N) they use 1, 1, 5, 3, 5
-# splits, leaving some empty (sequences with one split are written directly by the fused kernel)
+# splits, leaving some empty
 SPLIT_DECODE = [(0, 1), (20, 1), (150, 1), (95, 1), (260, 1)]
 
 
 @needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("G", [1, 2, 4, 7])
-@pytest.mark.parametrize("mode", ["fused", "fused_1_split_per_merge_step", "unfused"])
-def test_attention_decode_kv_splits(poison, monkeypatch, dtype, G, mode):
-    """Split-KV decode over sequences of different lengths, GQA groups 1/2/4/7. The fused kernel
-    leaves its semaphores at 0, so a second call merges again and bit-identically (fixed order)."""
-    monkeypatch.setattr(attn_mod, "FUSED_SPLIT_REDUCE", mode != "unfused")
-    if mode == "fused_1_split_per_merge_step":
-        monkeypatch.setattr(attn_mod, "COMBINE_ELEMS", 1)
+def test_attention_decode_kv_splits(poison, dtype, G):
+    """Split-KV decode over sequences of different lengths, GQA groups 1/2/4/7; the merge runs in a
+    fixed order, so a second call is bit-identical."""
     Hkv, D = 2, 32
     gen = torch.Generator().manual_seed(3)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, G * Hkv, Hkv, D, 16, dtype, gen)
     ref = K.attention_ref(q, cache, **meta)
     first = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=8)
     close(first, ref, dtype)
-    if mode != "unfused":
-        assert not attn_mod._SEMAPHORES[q.device].any(), "semaphores not reset"
-        second = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=8)
-        assert torch.equal(first, second)
+    second = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=8)
+    assert torch.equal(first, second)
 
 
 @needs_triton
-def test_attention_decode_kv_splits_graph_shape(poison, attention_split_reduce):
+def test_attention_decode_kv_splits_graph_shape(poison):
     """As a CUDA graph launches it: max_seq_len = max_model_len picks many splits, short contexts use
     only their first few (128-key, or 32 in fp32) splits; results match the exact-max_seq_len call."""
     dtype = DTYPES[-1]
@@ -133,33 +120,6 @@ def test_attention_decode_kv_splits_graph_shape(poison, attention_split_reduce):
     out = K.attention_triton(q, cache, **wide, out=torch.full_like(q, NAN))
     close(out, ref, dtype)
     close(K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN)), out, dtype)
-
-
-@needs_triton
-@pytest.mark.parametrize("split_keys", [64, 100, 4096])
-def test_attention_decode_runtime_split_keys(poison, attention_split_reduce, monkeypatch, split_keys):
-    """A larger minimum split length (fewer, longer splits; one split for every short context) gives
-    the same attention as the reference."""
-    monkeypatch.setattr(attn_mod, "RUNTIME_SPLIT_KEYS", split_keys)
-    dtype = DTYPES[-1]
-    gen = torch.Generator().manual_seed(5)
-    q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, dtype, gen)
-    out = K.attention_triton(q, cache, **dict(meta, max_seq_len=4096), out=torch.full_like(q, NAN))
-    close(out, K.attention_ref(q, cache, **meta), dtype)
-
-
-def test_split_semaphores(monkeypatch):
-    """Allocated zeroed once per device, grown by replacement; the old buffer is kept alive."""
-    monkeypatch.setattr(attn_mod, "_SEMAPHORES", {})
-    monkeypatch.setattr(attn_mod, "_RETIRED_SEMAPHORES", [])
-    monkeypatch.setattr(attn_mod, "_MIN_SEMAPHORES", 8)
-    dev = torch.device("cpu")
-    a = attn_mod.split_semaphores(dev, 3)
-    assert a.numel() == 8 and a.dtype == torch.int32 and not a.any()
-    assert attn_mod.split_semaphores(dev, 8) is a
-    b = attn_mod.split_semaphores(dev, 20)
-    assert b.numel() == 20 and not b.any() and attn_mod._RETIRED_SEMAPHORES == [a]
-    assert attn_mod.split_semaphores(dev, 5) is b
 
 
 @needs_triton

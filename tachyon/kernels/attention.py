@@ -9,15 +9,12 @@ Contract (reference and Triton entry point alike):
   query_start_loc[B] are not written. Softmax in fp32. `num_kv_splits` (0 = automatic) only
   steers the Triton decode kernel's split-KV; the result does not depend on it (up to rounding).
 
-Triton decode is one kernel launch per call: with split-KV the last split of each (sequence,
-KV head) to finish merges the partials (split 0 .. n-1, a fixed order, so results are deterministic).
-It counts arrivals in a per-device int32 buffer that this module owns (`split_semaphores`), which
-every launch leaves zeroed: decode calls on one device must be stream-ordered, and the buffer is
-created by the first eager split-KV call, so capture CUDA graphs after an eager warm-up (the engine
-does); a capture that would need a new buffer falls back to the two-kernel reduction.
+Triton decode: one kernel; with split-KV each split writes a partial (output, log-sum-exp) and a second
+kernel merges them in split order (deterministic). A "last split merges" variant (a per-(sequence, KV
+head) semaphore, one launch) measured slower on the H200 for G = 7 and was dropped
+(benchmarks/results/attn_fused_reduce_h200.json).
 """
 
-import os
 
 import torch
 
@@ -125,65 +122,21 @@ def _decode_split(
 
 
 @triton.jit
-def _combine_splits(
-    mid_o_ptr, mid_lse_ptr, out_ptr, tok, b, hk, n_act, stride_ot, stride_oh,
-    Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, NUM_SPLITS: tl.constexpr, BLOCK_D: tl.constexpr,
-    COMBINE_G: tl.constexpr, COMBINE_S: tl.constexpr,
-):
-    """Merge the partials of splits 0 .. n_act - 1 (n_act >= 1, all written) of the G query heads of
-    KV head hk of sequence b into out, COMBINE_S splits at a time in split order (deterministic).
-    Loads are .cg (L2): the partials were written by other programs during this launch."""
-    gc = tl.arange(0, COMBINE_G)
-    gmask = gc < G
-    d = tl.arange(0, BLOCK_D)
-    dmask = d < D
-    heads = hk * G + gc
-    rows = (b * Hq + heads) * NUM_SPLITS  # mid_o [B, Hq, NUM_SPLITS, D]
-    m = tl.full([COMBINE_G], float("-inf"), tl.float32)
-    l_sum = tl.zeros([COMBINE_G], tl.float32)
-    acc = tl.zeros([COMBINE_G, BLOCK_D], tl.float32)
-    for s0 in range(0, n_act, COMBINE_S):
-        s = s0 + tl.arange(0, COMBINE_S)
-        r = s[:, None] + rows[None, :]  # [COMBINE_S, COMBINE_G]
-        rmask = (s < n_act)[:, None] & gmask[None, :]
-        lse = tl.load(mid_lse_ptr + r, mask=rmask, other=float("-inf"), cache_modifier=".cg")
-        lse = tl.where(gmask[None, :], lse, 0.0)  # padding heads stay finite (no NaN); never stored
-        omask = rmask[:, :, None] & dmask[None, None, :]
-        o = tl.load(mid_o_ptr + r[:, :, None] * D + d[None, None, :], mask=omask, other=0.0, cache_modifier=".cg")
-        m_new = tl.maximum(m, tl.max(lse, 0))
-        alpha = tl.exp(m - m_new)
-        w = tl.exp(lse - m_new[None, :])
-        l_sum = l_sum * alpha + tl.sum(w, 0)
-        acc = acc * alpha[:, None] + tl.sum(o * w[:, :, None], 0)
-        m = m_new
-    res = acc / l_sum[:, None]
-    dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
-    tl.store(dst, res.to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
-
-
-@triton.jit
 def _decode_kernel(
-    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, sem_ptr,
+    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
     qsl_ptr, seq_lens_ptr, bt_ptr, scale,
     stride_qt, stride_qh, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    NUM_SPLITS: tl.constexpr, FUSED_REDUCE: tl.constexpr, COMBINE_G: tl.constexpr, COMBINE_S: tl.constexpr,
-    PREC: tl.constexpr, MIN_SPLIT_BLOCKS: tl.constexpr,
+    NUM_SPLITS: tl.constexpr, PREC: tl.constexpr,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
     NUM_SPLITS == 1: the whole context, written to out. Otherwise each sequence cuts its own context
-    into splits of split_len keys (a multiple of BLOCK_N, >= MIN_SPLIT_BLOCKS tiles), so only its first n_act
-    programs have keys, and every split writes its partial (mid_o, mid_lse):
-      - FUSED_REDUCE=False: every program writes one (empty splits: o = 0, lse = -inf) and
-        _split_reduce_kernel merges all NUM_SPLITS afterwards;
-      - FUSED_REDUCE=True ("last program reduces"): programs past n_act exit at once; with n_act == 1
-        split 0 writes out directly; else each active program writes its partial, then bumps the
-        int32 semaphore sem_ptr[b * Hkv + hk] (acq_rel, after a CTA barrier so all its threads'
-        stores are ordered before the release), and the program that sees n_act - 1 merges the
-        n_act partials (_combine_splits) and puts the semaphore back to 0 for the next launch."""
+    into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
+    every program writes its partial (mid_o, mid_lse; empty splits o = 0, lse = -inf) and
+    _split_reduce_kernel merges all NUM_SPLITS afterwards."""
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
@@ -206,44 +159,18 @@ def _decode_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
-        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N), MIN_SPLIT_BLOCKS) * BLOCK_N
+        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N), 1) * BLOCK_N
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
         row = (b * Hq + heads) * NUM_SPLITS + sp  # mid_o [B, Hq, NUM_SPLITS, D], mid_lse [B, Hq, NUM_SPLITS]
-        if FUSED_REDUCE:
-            n_act = tl.maximum(tl.cdiv(S, split_len), 1)  # splits with keys (split 0 also when S == 0)
-            if sp < n_act:
-                tok = tl.load(qsl_ptr + b).to(tl.int64)
-                o, m_i, l_i = _decode_split(
-                    q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
-                    stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-                    PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
-                )
-                if n_act == 1:
-                    dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
-                    tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
-                else:
-                    tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
-                    tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
-                    tl.debug_barrier()  # every thread's partial stores precede the release below
-                    lock = sem_ptr + b * tl.num_programs(1) + hk
-                    arrived = tl.atomic_add(lock, 1, sem="acq_rel")
-                    if arrived == n_act - 1:  # the last of this (sequence, KV head) to finish
-                        _combine_splits(
-                            mid_o_ptr, mid_lse_ptr, out_ptr, tok, b, hk, n_act, stride_ot, stride_oh,
-                            Hq, G, D, NUM_SPLITS, BLOCK_D, COMBINE_G, COMBINE_S,
-                        )
-                        tl.store(lock, 0)  # all n_act arrivals are in: reset for the next launch / replay
-        else:
-            tok = tl.load(qsl_ptr + b).to(tl.int64)
-            o, m_i, l_i = _decode_split(
-                q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
-                stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-                PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
-            )
-            tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
-            tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
-
+        tok = tl.load(qsl_ptr + b).to(tl.int64)
+        o, m_i, l_i = _decode_split(
+            q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
+            stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+        )
+        tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
+        tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
 
 @triton.jit
 def _split_reduce_kernel(
@@ -336,12 +263,6 @@ PREFILL_CONFIG = {
 # Keys per decode split at least (one bf16 BLOCK_N tile): a shorter split would not shorten the
 # critical path (a program's latency is that of its first tile) but would add partials to merge.
 MIN_SPLIT_KEYS = 128
-# Keys a split takes at least at run time (rounded up to whole BLOCK_N tiles; env TACHYON_ATTN_SPLIT_KEYS,
-# read at import): larger values leave a short context in fewer splits (one split: no merge at all on
-# the fused path), at the price of less parallelism. On the H200 the default (one tile) measured best:
-# bs1 replay 0.932 / 4.009 ms (Qwen3-0.6B / Qwen2.5-7B) vs 0.987 / 4.080 ms with 512 keys and the fused
-# merge (benchmarks/results/attn_split_ab_h200.json).
-RUNTIME_SPLIT_KEYS = int(os.environ.get("TACHYON_ATTN_SPLIT_KEYS", "128"))
 
 
 def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
@@ -349,50 +270,12 @@ def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms
     holds more than two splits; each sequence then divides its own context into at most that many
     splits of >= MIN_SPLIT_KEYS keys (rounded to BLOCK_N), so a short context uses only its first few
     splits (the others exit at once) and a CUDA graph captured at max_seq_len = max_model_len still
-    spreads it. With the fused reduction a split costs no launch, only a share in the merge."""
+    spreads it. (Fewer, longer splits measured slower on the H200: attn_split_ab_h200.json.)"""
     programs = num_seqs * num_kv_heads
     if programs >= num_sms or max_seq_len <= 2 * MIN_SPLIT_KEYS:
         return 1
     by_len = -(-max_seq_len // MIN_SPLIT_KEYS)
     return max(1, min(by_len, -(-2 * num_sms // programs), 64))
-
-
-# Fused split reduction ("last program reduces", see _decode_kernel): TACHYON_ATTN_FUSED_REDUCE=1 turns
-# it on (read at import); off by default since on the H200 it measured slower where the group is large:
-# bs1 graph replay Qwen2.5-7B (G=7) 4.083 ms fused vs 4.029 ms with the separate _split_reduce_kernel,
-# Qwen3-0.6B (G=2) 0.925 vs 0.935 ms (benchmarks/results/attn_fused_reduce_h200.json).
-FUSED_SPLIT_REDUCE = os.environ.get("TACHYON_ATTN_FUSED_REDUCE", "0") == "1"
-# Partial-output elements (splits x padded heads x BLOCK_D, fp32) one merge step loads at a time.
-COMBINE_ELEMS = 4096
-# One int32 arrival counter per (sequence, KV head), per device; see split_semaphores.
-_SEMAPHORES: dict[torch.device, torch.Tensor] = {}
-_RETIRED_SEMAPHORES: list[torch.Tensor] = []
-_MIN_SEMAPHORES = 1024  # > B * Hkv of any automatic split (that needs B * Hkv < #SMs)
-
-
-def split_semaphores(device: torch.device, count: int) -> torch.Tensor | None:
-    """The zeroed int32 arrival counters (>= count) of the fused split reduction on `device`.
-
-    Ownership: this module owns one buffer per device for the life of the process. Every launch of
-    the fused decode kernel leaves the counters it used back at 0 (the last program of each
-    (sequence, KV head) resets its counter), so the buffer is reused by every later call and by
-    every CUDA-graph replay without a memset. Consequences for callers: fused decode launches on one
-    device must not run concurrently (one stream, or ordered streams), and the buffer must exist
-    before a graph is captured. It is created (zeroed) by the first eager call that needs it, so a
-    capture preceded by an eager warm-up of the same batch size - as DecodeGraphRunner.capture does,
-    largest batch first - never allocates. A buffer that is too small is replaced, never freed (a
-    graph captured earlier keeps its address). Returns None when a larger buffer would have to be
-    allocated during a capture: the caller then uses the unfused reduction, which is always safe."""
-    buf = _SEMAPHORES.get(device)
-    if buf is not None and buf.numel() >= count:
-        return buf
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return None
-    if buf is not None:
-        _RETIRED_SEMAPHORES.append(buf)
-    buf = torch.zeros(max(count, _MIN_SEMAPHORES), dtype=torch.int32, device=device)
-    _SEMAPHORES[device] = buf
-    return buf
 
 
 def attention_triton(
@@ -407,11 +290,8 @@ def attention_triton(
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
 ) -> torch.Tensor:
-    """Triton: decode kernel when max_query_len == 1, else the prefill/extend kernel.
-
-    Decode launches one kernel: with split-KV (splits > 1) the last split of each (sequence, KV
-    head) to finish merges the partials itself (FUSED_SPLIT_REDUCE, counters from split_semaphores);
-    otherwise (switch off, or no counters during a capture) a second kernel merges them."""
+    """Triton: decode kernel (+ split reduce kernel) when max_query_len == 1, else the prefill/extend
+    kernel."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -428,28 +308,19 @@ def attention_triton(
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
         cfg = DECODE_CONFIG[cfg_key]
-        BLOCK_N = cfg["BLOCK_N"]
         splits = num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(q.device))
-        sem = None
         if splits > 1:
             mid_o = torch.empty(B, Hq, splits, D, device=q.device, dtype=torch.float32)
             mid_lse = torch.empty(B, Hq, splits, device=q.device, dtype=torch.float32)
-            if FUSED_SPLIT_REDUCE:
-                sem = split_semaphores(q.device, B * Hkv)
         else:
             mid_o = mid_lse = out  # unused
-        combine_g = next_pow2(G)
-        combine_s = max(1, min(next_pow2(splits), COMBINE_ELEMS // (combine_g * BLOCK_D))) if sem is not None else 1
         _decode_kernel[(B, Hkv, splits)](
-            q, kv_cache, out, mid_o, mid_lse, seq_lens if sem is None else sem,  # seq_lens: unused
-            query_start_loc, seq_lens, block_tables, scale,
+            q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
-            Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=BLOCK_N,
-            NUM_SPLITS=splits, FUSED_REDUCE=sem is not None, COMBINE_G=combine_g, COMBINE_S=combine_s,
-            PREC=prec, MIN_SPLIT_BLOCKS=max(1, -(-RUNTIME_SPLIT_KEYS // BLOCK_N)),
-            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
+            NUM_SPLITS=splits, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
         )
-        if splits > 1 and sem is None:
+        if splits > 1:
             _split_reduce_kernel[(B, Hq)](
                 mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
                 Hq=Hq, D=D, NUM_SPLITS=splits, BLOCK_S=next_pow2(splits), BLOCK_D=next_pow2(D),
