@@ -32,35 +32,20 @@ class RateLimiter:
         """Count one request for `key`; 429 with Retry-After once the window is full."""
         if self._req is not None and not self._limiter.hit(self._req, "tachyon", key):
             wait = self._retry_after(self._req, key)
-            raise APIError(
-                429,
-                f"Rate limit reached: {self._req.amount} requests per "
-                f"{self._req.get_expiry()} s for this API key; retry after {wait} s.",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": str(wait)},
-            )
+            raise _limited(f"Rate limit reached: {self._req.amount} requests per {self._req.get_expiry()} s "
+                           f"for this API key; retry after {wait} s.", wait)
 
     def check_tokens(self, key: str, tokens: int) -> None:
         """429 when `tokens` more would exceed the key's token budget (nothing is charged)."""
         if self._tok is None:
             return
         if tokens > self._tok.amount:
-            raise APIError(
-                429,
-                f"Request needs {tokens} tokens, more than the per-key limit of "
-                f"{self._tok.amount} tokens per {self._tok.get_expiry()} s.",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": "60"},
-            )
+            raise _limited(f"Request needs {tokens} tokens, more than the per-key limit of "
+                           f"{self._tok.amount} tokens per {self._tok.get_expiry()} s.", 60)
         if not self._limiter.test(self._tok, "tachyon", key, cost=max(tokens, 1)):
             wait = self._retry_after(self._tok, key)
-            raise APIError(
-                429,
-                f"Token rate limit reached: {self._tok.amount} tokens per "
-                f"{self._tok.get_expiry()} s for this API key; retry after {wait} s.",
-                code="rate_limit_exceeded",
-                headers={"Retry-After": str(wait)},
-            )
+            raise _limited(f"Token rate limit reached: {self._tok.amount} tokens per {self._tok.get_expiry()} s "
+                           f"for this API key; retry after {wait} s.", wait)
 
     def charge_tokens(self, key: str, tokens: int) -> None:
         """Record tokens actually used (prompt + completion) once a request ends. A charge larger
@@ -71,3 +56,8 @@ class RateLimiter:
             left = self._limiter.get_window_stats(self._tok, "tachyon", key).remaining
             if left > 0:
                 self._limiter.hit(self._tok, "tachyon", key, cost=left)
+
+
+def _limited(message: str, retry_after: int) -> APIError:
+    """The 429 every limit answers with (OpenAI's error code, Retry-After in seconds)."""
+    return APIError(429, message, code="rate_limit_exceeded", headers={"Retry-After": str(retry_after)})
