@@ -163,7 +163,7 @@ def test_tuning_cache_roundtrip_shipped_table_and_retune(tmp_path, monkeypatch):
     monkeypatch.setattr(tuning, "_USER", None)
     monkeypatch.setattr(tuning, "_SHIPPED", {})
     w = torch.empty(24, 300)
-    key = tuning.make_key(torch.device("cpu"), w, False, "m1")
+    key = tuning.make_key(w, False, "m1")
     assert tuning.lookup("Some_GPU", key) == (False, None)
     tuning.remember("Some_GPU", key, (4, 1024, 4, 1))
     tuning.remember("Some_GPU", key + "x", None)

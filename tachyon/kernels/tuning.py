@@ -36,7 +36,7 @@ def device_tag(device: torch.device) -> str:
     return torch.cuda.get_device_name(device).replace(" ", "_")
 
 
-def make_key(device: torch.device, w: torch.Tensor, bias: bool, kind: str) -> str:
+def make_key(w: torch.Tensor, bias: bool, kind: str) -> str:
     """Versioned key of one tuning decision; `kind` is "m1", "m8", "m1+rmsnorm" or "m1+silu"."""
     import triton
 

@@ -147,7 +147,7 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
         name = f"{mod.weight.shape[0]}x{mod.weight.shape[1]}{'+bias' if mod.bias is not None else ''}@{kind}"
         if name not in chosen:
             tag = tuning.device_tag(mod.weight.device)
-            key = tuning.make_key(mod.weight.device, mod.weight, mod.bias is not None, kind)
+            key = tuning.make_key(mod.weight, mod.bias is not None, kind)
             known, choice = tuning.lookup(tag, key)
             if not known:
                 choice = pick()
