@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -76,7 +77,9 @@ def engine_loop(llm: LLM) -> dict:
 
 
 def profile_shape(shape: str) -> dict:
+    t0 = time.perf_counter()
     llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=512)
+    startup_s = time.perf_counter() - t0
     sp = SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)
     llm.generate([[7] * 128], sp, use_tqdm=False)
     t0 = time.perf_counter()
@@ -84,7 +87,8 @@ def profile_shape(shape: str) -> dict:
     dt = time.perf_counter() - t0
     tpot = (out.metrics.finished_time - out.metrics.first_token_time) / 255
     graphs = llm.engine.runner.graphs
-    res = dict(shape=shape, bs1_tpot_ms=tpot * 1e3, bs1_tok_s=256 / dt,
+    res = dict(shape=shape, startup_s=startup_s, pdl=os.environ.get("TACHYON_PDL", "1") != "0",
+               bs1_tpot_ms=tpot * 1e3, bs1_tok_s=256 / dt,
                replay_ms={b: replay_ms(graphs, b) for b in (1, 8, 64, 256, 512) if b in graphs.graphs})
     # the same bucket-8 graph with seed8's sampling (temperature 0.7, top-p 0.9) in its input buffers
     graphs.temperature[:8] = 0.7
@@ -131,6 +135,7 @@ def main() -> None:
         r = profile_shape(shape)
         results.append(r)
         (out / "profile_step.json").write_text(json.dumps(results, indent=1))
+        print(f"{shape}: start-up {r['startup_s']:.1f} s; pdl {r['pdl']}", flush=True)
         print(f"{shape}: bs1 TPOT {r['bs1_tpot_ms']:.3f} ms; graph replay ms {r['replay_ms']}; "
               f"b8 top-p replay {r['replay_ms_b8_top_p']:.3f} ms; seed8 loop {r['seed8_loop']}; "
               f"{r['eager_bs1_kernel_launches']} kernels/step", flush=True)

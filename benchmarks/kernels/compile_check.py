@@ -39,7 +39,7 @@ class _Compile:
     def __getitem__(self, grid):
         def call(*args, **kw):
             fn = self.fn
-            opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "enable_fp_fusion") if k in kw}
+            opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "enable_fp_fusion", "launch_pdl") if k in kw}
             vals = dict(zip(fn.arg_names, args))
             vals.update(kw)
             sig, const = {}, {}
@@ -104,9 +104,13 @@ def launch_all() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--no-pdl", action="store_true", help="compile without programmatic dependent launch")
     args = ap.parse_args()
+    pdl = {"PDL": False} if args.no_pdl or args.arch < 90 else {"PDL": True, "launch_pdl": True}
     for name in MODULES:
         mod = importlib.import_module(f"tachyon.kernels.{name}")
+        if hasattr(mod, "pdl_args"):  # meta tensors: launch as on a GPU of this arch
+            mod.pdl_args = lambda device, pdl=pdl: dict(pdl)
         for attr in dir(mod):
             obj = getattr(mod, attr)
             if isinstance(obj, triton.runtime.jit.JITFunction) and attr.endswith("_kernel"):

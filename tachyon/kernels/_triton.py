@@ -26,6 +26,14 @@ except ImportError:  # pragma: no cover - exercised only without triton
     triton = SimpleNamespace(jit=lambda fn=None, **_: fn if fn is not None else (lambda f: f))
     tl = SimpleNamespace(constexpr=int)
 
+try:  # grid dependency control (programmatic dependent launch, sm_90+), triton >= 3.3
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+    HAS_GDC = True
+except ImportError:  # pragma: no cover - older triton: kernels launch without PDL
+    HAS_GDC = False
+    gdc_launch_dependents = gdc_wait = None
+
 
 def next_pow2(n: int) -> int:
     """Smallest power of two >= n (and >= 1)."""
@@ -45,9 +53,44 @@ def sm_count(device: torch.device) -> int:
     return _SM_COUNT[idx]
 
 
+_PDL_CAPABLE: dict[int, bool] = {}
+
+
+def pdl_args(device: torch.device) -> dict:
+    """Launch arguments for a kernel taking a `PDL: tl.constexpr`: programmatic dependent launch on
+    sm_90+ GPUs (the kernel may start while its predecessor in the stream finishes; it calls pdl_wait
+    before reading anything a predecessor writes, and writes nothing before that), unless
+    TACHYON_PDL=0 (read at every launch: a CUDA graph keeps what was in force at capture). CPU (the
+    interpreter) never uses it."""
+    if device.type != "cuda" or not HAS_GDC or os.environ.get("TACHYON_PDL", "1") == "0":
+        return {"PDL": False}
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _PDL_CAPABLE:
+        _PDL_CAPABLE[idx] = torch.cuda.get_device_capability(idx)[0] >= 9
+    on = _PDL_CAPABLE[idx]
+    return {"PDL": True, "launch_pdl": True} if on else {"PDL": False}
+
+
+@triton.jit
+def pdl_trigger(PDL: tl.constexpr):
+    """Let the next kernel in the stream launch once every program of this one has started (no-op
+    unless PDL). Safe at a program's start: the dependent waits (pdl_wait) for this kernel's end."""
+    if PDL:
+        gdc_launch_dependents()
+
+
+@triton.jit
+def pdl_wait(PDL: tl.constexpr):
+    """Block until the previous kernel in the stream has finished and its writes are visible (no-op
+    unless PDL). Before it a program may only read inputs no kernel writes (weights) and store nothing."""
+    if PDL:
+        gdc_wait()
+
+
 def require_triton() -> None:
     if not HAS_TRITON:
         raise RuntimeError("Triton is not installed; use the *_ref kernels")
 
 
-__all__ = ["HAS_TRITON", "triton", "tl", "next_pow2", "require_triton", "sm_count"]
+__all__ = ["HAS_TRITON", "triton", "tl", "next_pow2", "pdl_args", "pdl_trigger", "pdl_wait", "require_triton",
+           "sm_count"]

@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import require_triton, tl, triton
+from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 
 def silu_and_mul_ref(x: torch.Tensor) -> torch.Tensor:
@@ -13,7 +13,9 @@ def silu_and_mul_ref(x: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
-def _silu_and_mul_kernel(x_ptr, out_ptr, stride_x, inter, BLOCK: tl.constexpr):
+def _silu_and_mul_kernel(x_ptr, out_ptr, stride_x, inter, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < inter
@@ -37,5 +39,6 @@ def silu_and_mul_triton(x: torch.Tensor) -> torch.Tensor:
     if rows == 0 or half == 0:
         return out
     BLOCK = 1024
-    _silu_and_mul_kernel[(rows, triton.cdiv(half, BLOCK))](x2, out, x2.stride(0), half, BLOCK=BLOCK)
+    _silu_and_mul_kernel[(rows, triton.cdiv(half, BLOCK))](x2, out, x2.stride(0), half, BLOCK=BLOCK,
+                                                           **pdl_args(x2.device))
     return out

@@ -18,7 +18,7 @@ head) semaphore, one launch) measured slower on the H200 for G = 7 and was dropp
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, sm_count, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 
 
 def attention_ref(
@@ -129,7 +129,7 @@ def _decode_kernel(
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    NUM_SPLITS: tl.constexpr, PREC: tl.constexpr,
+    NUM_SPLITS: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -137,6 +137,8 @@ def _decode_kernel(
     into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
     every program writes its partial (mid_o, mid_lse; empty splits o = 0, lse = -inf) and
     _split_reduce_kernel merges all NUM_SPLITS afterwards."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
@@ -176,9 +178,11 @@ def _decode_kernel(
 def _split_reduce_kernel(
     mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh,
     Hq: tl.constexpr, D: tl.constexpr, NUM_SPLITS: tl.constexpr,
-    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
 ):
     """Merge the partial softmaxes of one (sequence, query head)."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     b = tl.program_id(0)
     h = tl.program_id(1)
     tok = tl.load(qsl_ptr + b).to(tl.int64)
@@ -200,12 +204,14 @@ def _prefill_kernel(
     stride_qt, stride_qh, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_G: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """One program = (block of BLOCK_Q query tokens, sequence, KV head); its M tile packs those
     tokens' G query heads (row r: token r // BLOCK_G, head r % BLOCK_G), so each K/V tile is read
     once per KV head. Causal over the cached prefix + new keys; decode rows of a mixed batch cost
     one program per KV head."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     qb = tl.num_programs(0) - 1 - tl.program_id(0)  # heaviest (last) query blocks first
     b = tl.program_id(1)
     hk = tl.program_id(2)
@@ -303,6 +309,7 @@ def attention_triton(
     if B == 0 or T == 0:
         return out
     prec = "ieee" if q.dtype == torch.float32 else "tf32"
+    pdl = pdl_args(q.device)
     BLOCK_D = max(16, next_pow2(D))
     cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
@@ -318,12 +325,12 @@ def attention_triton(
             q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
-            NUM_SPLITS=splits, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            NUM_SPLITS=splits, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
         )
         if splits > 1:
             _split_reduce_kernel[(B, Hq)](
                 mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
-                Hq=Hq, D=D, NUM_SPLITS=splits, BLOCK_S=next_pow2(splits), BLOCK_D=next_pow2(D),
+                Hq=Hq, D=D, NUM_SPLITS=splits, BLOCK_S=next_pow2(splits), BLOCK_D=next_pow2(D), **pdl,
             )
         return out
     cfg = PREFILL_CONFIG[cfg_key]
@@ -334,6 +341,6 @@ def attention_triton(
         q, kv_cache, out, query_start_loc, seq_lens, block_tables, scale,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
         G=G, D=D, PAGE=page, BLOCK_Q=BLOCK_Q, BLOCK_G=BLOCK_G, BLOCK_N=cfg["BLOCK_N"], BLOCK_D=BLOCK_D,
-        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
     )
     return out

@@ -24,7 +24,7 @@ the fp32 sum of squares.
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.rmsnorm import rmsnorm_ref
 from tachyon.kernels.rotary import rotary_ref
 from tachyon.kernels.store_kv import store_kv_ref
@@ -125,8 +125,10 @@ def _qkv_post_kernel(
     stride_qkv, stride_cs, stride_kv, stride_tok, eps,
     Hq, Hkv,
     D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr,
-    BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, HAS_NORM: tl.constexpr,
+    BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, HAS_NORM: tl.constexpr, PDL: tl.constexpr,
 ):
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     t = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)  # 0: the q heads; 1: the k and v heads (skipped for slot -1)
     slot = tl.load(slot_ptr + t)
@@ -196,5 +198,6 @@ def qkv_post_triton(
         num_heads, num_kv_heads,
         D=head_dim, BLOCK_D=block_d, HALF=rot // 2, ROT=rot,
         BLOCK_HQ=block_hq, BLOCK_HKV=next_pow2(num_kv_heads), HAS_NORM=has_norm, num_warps=warps,
+        **pdl_args(qkv.device),
     )
     return q

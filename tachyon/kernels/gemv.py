@@ -5,9 +5,12 @@ bias [N] or None -> y [1, N] in x's dtype, accumulated in fp32. The Triton GEMV 
 BLOCK_N output features and streams their K columns once, accumulating elementwise products in a
 [BLOCK_N, BLOCK_K] fp32 tile (no cross-thread reduction inside the loop) reduced once at the end;
 loads are software-pipelined over STAGES iterations; a config is (BLOCK_N, BLOCK_K, num_warps, STAGES).
-Two fused variants compute the GEMV's input in its prologue, rounded exactly as the standalone kernels
-round it: `rmsnorm_gemv` (RMSNorm of x + residual; also returns the new residual stream) and
-`silu_gemv` (silu(gate) * up of a gate|up row), saving a kernel and a round trip per projection.
+Two fused variants compute the GEMV's input in its prologue, saving a kernel and a round trip per
+projection: `rmsnorm_gemv` (RMSNorm of x + residual in one pass: the 1/rms factor scales the finished dot
+products, so the normalised row is never rounded to the dtype — within bf16 rounding of the unfused
+pair; also returns the new residual stream) and `silu_gemv` (silu(gate) * up of a gate|up row, rounded
+as the standalone kernel rounds it).
+All kernels here load their first weight tile before waiting on the previous kernel (PDL, _triton.py).
 `gemm_small` serves 2..SMALL_M rows, reading each weight tile once for all rows with tensor-core dots
 (see SMALL_CONFIGS); its optional split-K writes fp32 partials summed in a fixed order, so every
 sum order here is fixed (deterministic).
@@ -22,8 +25,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import HAS_TRITON, require_triton, tl, triton
+from tachyon.kernels._triton import HAS_TRITON, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
+# bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
+# (kernels/tuning.py), so remembered choices measured on older code are not reused
+KERNEL_VERSION = 2
 GemvConfig = tuple[int, int, int, int]  # (BLOCK_N, BLOCK_K, num_warps, STAGES)
 # small BLOCK_N so even N = 1024 gives hundreds of programs; BLOCK_K x STAGES keeps weight bytes in flight
 # candidates: those that won on some Qwen2.5-7B / Qwen3-0.6B projection on the H200 (gemv_sweep_h200.json);
@@ -41,19 +47,19 @@ def gemv_ref(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
 
 
 @triton.jit
-def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, inv_rms, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
-    """The GEMV input at columns k, computed from its sources: x itself (PROLOGUE 0); RMSNorm of
-    x (+ residual) with weight nw, rounded as the standalone kernel rounds (1); silu(gate) * up of a
-    [1, 2K] gate|up row (2). Returns (fp32 input chunk, residual-stream chunk h for PROLOGUE 1)."""
+def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
+    """The GEMV input at columns k from its sources, in fp32: x itself (PROLOGUE 0); for RMSNorm (1)
+    h = x (+ residual, rounded to the dtype as the standalone kernel rounds it) times the norm weight,
+    *not yet* scaled by 1/rms (the caller applies it to the finished dot products); silu(gate) * up of a
+    [1, 2K] gate|up row (2). Returns (input chunk, h chunk for PROLOGUE 1)."""
     x = tl.load(x_ptr + k, mask=kmask, other=0.0)
     h = x
     if PROLOGUE == 1:
         if HAS_RES:
             r = tl.load(r_ptr + k, mask=kmask, other=0.0)
             h = (x.to(tl.float32) + r.to(tl.float32)).to(x.dtype)
-        normed = (h.to(tl.float32) * inv_rms).to(x.dtype)
         nw = tl.load(nw_ptr + k, mask=kmask, other=0.0)
-        xe = (nw.to(tl.float32) * normed.to(tl.float32)).to(x.dtype).to(tl.float32)
+        xe = h.to(tl.float32) * nw.to(tl.float32)
     elif PROLOGUE == 2:
         u = tl.load(x_ptr + K + k, mask=kmask, other=0.0)
         gf = x.to(tl.float32)
@@ -67,31 +73,32 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, inv_rms, PROLOGUE: tl.constexpr,
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
-    (always in bounds, no row mask) and dropped at the store. PROLOGUE 1: every program first sums
-    the squares of h = x (+ residual) for the RMS (a cheap L2-resident pass); program 0 alone writes h."""
+    (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
+    pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
+    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
+    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
+    pdl_trigger(PDL)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
-    inv_rms = 1.0
-    if PROLOGUE == 1:
-        ss = tl.zeros([BLOCK_K], dtype=tl.float32)
-        for k0 in range(0, K, BLOCK_K):
-            k = k0 + tl.arange(0, BLOCK_K)
-            kmask = k < K
-            h = tl.load(x_ptr + k, mask=kmask, other=0.0)
-            if HAS_RES:
-                r = tl.load(r_ptr + k, mask=kmask, other=0.0)
-                h = (h.to(tl.float32) + r.to(tl.float32)).to(h.dtype)
-                if pid == 0:
-                    tl.store(h_ptr + k, h, mask=kmask)
-            hf = h.to(tl.float32)
-            ss += hf * hf
-        inv_rms = tl.rsqrt(tl.sum(ss, 0) / K + eps)
-    acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+    k = tl.arange(0, BLOCK_K)
+    kmask = k < K
+    if EVEN_K:
+        w = tl.load(w_rows[:, None] + k[None, :])
+    else:
+        w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+    pdl_wait(PDL)
+    xe, h = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE, HAS_RES)
+    acc = w.to(tl.float32) * xe[None, :]
+    hf = h.to(tl.float32)
+    ss = hf * hf
+    if PROLOGUE == 1 and HAS_RES:
+        if pid == 0:
+            tl.store(h_ptr + k, h, mask=kmask)
+    for k0 in tl.range(BLOCK_K, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
             kmask = k < k0 + BLOCK_K  # all true; lets the compiler drop the mask
@@ -99,9 +106,17 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
         else:
             kmask = k < K
             w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
-        xe, _ = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, inv_rms, PROLOGUE, HAS_RES)
+        xe, h = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE, HAS_RES)
         acc += w.to(tl.float32) * xe[None, :]
+        if PROLOGUE == 1:
+            hf = h.to(tl.float32)
+            ss += hf * hf
+            if HAS_RES:
+                if pid == 0:
+                    tl.store(h_ptr + k, h, mask=kmask)
     y = tl.sum(acc, axis=1)
+    if PROLOGUE == 1:
+        y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
@@ -116,7 +131,7 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **pdl_args(x.device),
     )
     return y
 
@@ -141,17 +156,24 @@ SMALL_CONFIGS: tuple[SmallConfig, ...] = ((0, 32, 256, 4, 4, 1), (0, 16, 512, 4,
 @triton.jit
 def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                       EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+                       EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
+                       PDL: tl.constexpr):
     """SWAP 0 - program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core
     dots; the weight tile is read once for every row. Rows past M / N are clamped for the loads,
     dropped at the store."""
+    pdl_trigger(PDL)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.arange(0, BLOCK_M)
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
     x_rows = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in tl.range(0, K, BLOCK_K, num_stages=STAGES):
+    k = tl.arange(0, BLOCK_K)
+    kmask = k < K
+    w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
+    pdl_wait(PDL)
+    x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+    acc = tl.dot(x, tl.trans(w), input_precision=PRECISION)
+    for k0 in tl.range(BLOCK_K, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
             x = tl.load(x_rows[:, None] + k[None, :])
@@ -171,9 +193,10 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                       SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr):
+                      PRECISION: tl.constexpr, PDL: tl.constexpr):
     """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
     SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
+    pdl_trigger(PDL)
     pid = tl.program_id(0)
     ks = tl.program_id(1)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -182,8 +205,13 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
     x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
     k_lo = ks * K_SPLIT
     k_hi = tl.minimum(k_lo + K_SPLIT, K)
-    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-    for k0 in tl.range(k_lo, k_hi, BLOCK_K, num_stages=STAGES):
+    k = k_lo + tl.arange(0, BLOCK_K)
+    kmask = k < k_hi
+    w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
+    pdl_wait(PDL)
+    xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+    acc = tl.dot(w, xt, input_precision=PRECISION)
+    for k0 in tl.range(k_lo + BLOCK_K, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
             w = tl.load(w_rows[:, None] + k[None, :])
@@ -204,8 +232,10 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
 
 @triton.jit
 def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
-                        HAS_BIAS: tl.constexpr):
+                        HAS_BIAS: tl.constexpr, PDL: tl.constexpr):
     """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < M * N
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -227,11 +257,12 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
     b = bias if bias is not None else w
     prec = "ieee" if x.dtype == torch.float32 else "tf32"
+    pdl = pdl_args(x.device)
     if not swap:
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
             x, w, b, y, M, N, K, x.stride(0), w.stride(0),
             BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
-            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps,
+            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, **pdl,
         )
         return y
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
@@ -241,11 +272,11 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
         x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
-        num_warps=num_warps,
+        num_warps=num_warps, **pdl,
     )
     if split_k > 1:
         _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](part, b, y, M, N, SPLIT_K=split_k, BLOCK=1024,
-                                                         HAS_BIAS=bias is not None)
+                                                         HAS_BIAS=bias is not None, **pdl)
     return y
 
 

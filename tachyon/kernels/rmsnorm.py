@@ -8,7 +8,7 @@ Contract: x [..., H], weight [H], optional residual like x.
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 
 def rmsnorm_ref(
@@ -24,8 +24,10 @@ def rmsnorm_ref(
 @triton.jit
 def _rmsnorm_kernel(
     x_ptr, r_ptr, w_ptr, out_ptr, h_ptr, stride_x, stride_r, eps,
-    N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr,
+    N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
 ):
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
@@ -69,6 +71,6 @@ def rmsnorm_triton(
     warps = 4 if BLOCK <= 2048 else 8 if BLOCK <= 8192 else 16
     _rmsnorm_kernel[(rows,)](
         x2, r2, weight, out, h, x2.stride(0), r2.stride(0), eps,
-        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, num_warps=warps,
+        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, num_warps=warps, **pdl_args(x2.device),
     )
     return out, h

@@ -9,7 +9,7 @@ pass through. q and k are modified in place and returned.
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 
 def rope_cos_sin_cache(
@@ -68,7 +68,10 @@ def _rotate_heads(x_ptr, stride_h, H, c, s, BLOCK_H: tl.constexpr, HALF: tl.cons
 def _rotary_kernel(
     q_ptr, k_ptr, pos_ptr, cache_ptr, stride_qt, stride_qh, stride_kt, stride_kh, stride_cache,
     Hq, Hkv, BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, HALF: tl.constexpr, BLOCK_HALF: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     t = tl.program_id(0).to(tl.int64)
     pos = tl.load(pos_ptr + t)
     j = tl.arange(0, BLOCK_HALF)[None, :]
@@ -93,5 +96,6 @@ def rotary_triton(
         q, k, positions, cos_sin_cache, q.stride(0), q.stride(1), k.stride(0), k.stride(1),
         cos_sin_cache.stride(0), Hq, Hkv,
         BLOCK_HQ=next_pow2(Hq), BLOCK_HK=next_pow2(Hkv), HALF=half, BLOCK_HALF=next_pow2(half),
+        **pdl_args(q.device),
     )
     return q, k

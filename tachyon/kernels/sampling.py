@@ -52,7 +52,7 @@ uniforms of 4 consecutive indices.
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, sm_count, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 from tachyon.kernels.sampling_device import (
     _at,
     _best,
@@ -145,12 +145,14 @@ def sample_ref(
 def _stats_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, V, CHUNK, NCHUNK,
-    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
+    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (row, chunk), one read of the chunk. Greedy rows: the chunk's best (raw logit, index);
     unfiltered rows: the chunk's Gumbel race winner (score, index) -> part_s / part_i [B, NCHUNK].
     Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]. Chunk 0 zeroes the
     row's atomic accumulators."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0)
     c = tl.program_id(1)
     base = logits_ptr + row.to(tl.int64) * stride_l
@@ -202,12 +204,14 @@ def _stats_kernel(
 def _hist_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, stat_ptr, rowf_ptr, rowh_ptr, rowacc_ptr,
     hist_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
-    BLOCK: tl.constexpr,
+    BLOCK: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (row, chunk) of a filtered row: m = max s, inv_w = NB / (m - min finite s) and
     s_min = m + log(min_p) from the chunk stats (chunk 0 stores them in rowf). Top-k / top-p rows, one
     read of the chunk: its count histogram over the NB bins of q = (m - s) * inv_w (-> hist
     [B, NCHUNK, NB], and added to rowh) and its fixed-point mass sum(exp(s - m)) (added to rowacc[0])."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0)
     c = tl.program_id(1)
     T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
@@ -246,7 +250,7 @@ def _hist_kernel(
 def _select_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     rowf_ptr, rowi_ptr, rowh_ptr, rowacc_ptr, hist_ptr, hist2_ptr, cnt_ptr, cand_s_ptr, cand_i_ptr,
-    V, CHUNK, NCHUNK, CAP, NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
+    V, CHUNK, NCHUNK, CAP, NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (row, chunk) of a filtered row, one read of the chunk.
     Top-k / top-p rows: from the row's bin counts and total mass (every program of the row derives the
@@ -258,6 +262,8 @@ def _select_kernel(
     Either way it adds its fixed-point masses above / inside the brackets to rowacc.
     Every filtered row: the chunk's race winner among the tokens surely kept (s >= s_min and above
     both brackets) -> part_s / part_i. Chunk 0 stores the brackets."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0)
     c = tl.program_id(1)
     T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
@@ -371,7 +377,7 @@ def _finish_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     rowf_ptr, rowi_ptr, rowacc_ptr, hist2_ptr, cand_s_ptr, cand_i_ptr, out_ptr, key_thr_ptr, s_min_ptr,
     V, NCHUNK, CAP, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
-    BLOCK: tl.constexpr, BLOCK_C: tl.constexpr, WAYS: tl.constexpr,
+    BLOCK: tl.constexpr, BLOCK_C: tl.constexpr, WAYS: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program per row: the token (best of the chunk races and of the candidates' race) -> out, and
     the kept set (key threshold, min-p logit bound) -> key_thr / s_min.
@@ -383,6 +389,8 @@ def _finish_kernel(
     candidate of the K bracket; top-p threshold = mass search for the key where the mass above the P
     bracket plus the candidates' mass at or above it reaches top_p * (top-k mass, or total); the
     threshold is the larger one, and the candidates race with it."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * stride_l
     T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
@@ -574,7 +582,8 @@ def sample_triton(
     rowacc = torch.empty(4 * B, dtype=torch.int64, device=dev)
     out = torch.empty(B, dtype=torch.int64, device=dev)
     rows = (temperature, top_k, top_p, min_p)
-    opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False)  # s, q: the same bits everywhere
+    # fp fusion off: s, q get the same bits in every kernel
+    opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False, **pdl_args(dev))
     _stats_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, stat, rowh, rowacc,
                                hist2, cnt, V, chunk, nchunk, NB=NB, num_warps=4, **opts)
     _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, V, chunk, nchunk,

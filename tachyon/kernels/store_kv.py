@@ -7,7 +7,7 @@ The cache is written in place (values cast to its dtype); nothing else is touche
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, require_triton, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 
 def store_kv_ref(
@@ -27,8 +27,10 @@ def _store_kv_kernel(
     k_ptr, v_ptr, cache_ptr, slot_ptr,
     stride_kt, stride_kh, stride_vt, stride_vh,
     stride_c_kv, stride_c_tok, stride_c_h,
-    H: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
+    H: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
 ):
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
     t = tl.program_id(0)
     slot = tl.load(slot_ptr + t)
     if slot >= 0:
@@ -57,5 +59,5 @@ def store_kv_triton(
         key, value, kv_cache, slot_mapping,
         key.stride(0), key.stride(1), value.stride(0), value.stride(1),
         kv_cache.stride(0), kv_cache.stride(2), kv_cache.stride(3),
-        H=H, D=D, BLOCK_H=next_pow2(H), BLOCK_D=next_pow2(D),
+        H=H, D=D, BLOCK_H=next_pow2(H), BLOCK_D=next_pow2(D), **pdl_args(key.device),
     )

@@ -26,9 +26,10 @@ _SHIPPED: dict[str, dict[str, object]] = {}
 
 
 def fingerprint() -> str:
-    """Hash of every candidate list: entries measured against other candidates are not reused."""
+    """Hash of every candidate list and the kernels' version: entries measured against other candidates
+    or older kernel code are not reused."""
     gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
-    lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.SMALL_CONFIGS, gemv.SMALL_M)
+    lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.SMALL_CONFIGS, gemv.SMALL_M, gemv.KERNEL_VERSION)
     return hashlib.sha1(repr(lists).encode()).hexdigest()[:12]
 
 
