@@ -22,6 +22,8 @@ faster: GEMMs stay on cuBLAS unless the kernel measurably wins.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn.functional as F
 
@@ -73,13 +75,16 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
+                 LATE_TRIGGER: tl.constexpr = False):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
     (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
     pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
-    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
+    finishes (LATE_TRIGGER: dependents may launch only once every program is past its main loop).
+    PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
     sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
-    pdl_trigger(PDL)
+    if not LATE_TRIGGER:
+        pdl_trigger(PDL)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
@@ -114,12 +119,24 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
             if HAS_RES:
                 if pid == 0:
                     tl.store(h_ptr + k, h, mask=kmask)
+    if LATE_TRIGGER:
+        pdl_trigger(PDL)
     y = tl.sum(acc, axis=1)
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
+
+
+def _gemv_pdl(device: torch.device) -> dict:
+    """PDL launch arguments of the batch-1 GEMV; TACHYON_PDL_GEMV=late triggers dependents after the main
+    loop instead of at the start, =off launches the GEMV without PDL (A/B knobs, benchmarks/gpu/pdl_ab.py)."""
+    args = pdl_args(device)
+    mode = os.environ.get("TACHYON_PDL_GEMV", "start")
+    if not args["PDL"] or mode == "start":
+        return args
+    return {"PDL": False} if mode == "off" else dict(args, LATE_TRIGGER=True)
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
@@ -131,7 +148,7 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **pdl_args(x.device),
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **_gemv_pdl(x.device),
     )
     return y
 
