@@ -25,6 +25,11 @@ needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")
 # round-to-nearest), so a fused kernel's bf16 intermediates carry up to twice the rounding error here;
 # on the GPU (round-to-nearest) pick_*_config admits a config only within 1e-2 of the unfused pair.
 BF16_INTERP_TOL = 2e-2
+DEV = "cuda" if torch.cuda.is_available() else "cpu"  # on a GPU the kernels run compiled
+
+
+def on_dev(*ts: torch.Tensor | None) -> list[torch.Tensor | None]:
+    return [t.to(DEV) if t is not None else None for t in ts]
 
 
 @needs_triton
@@ -35,7 +40,7 @@ def test_gemv_triton_matches_reference(config, N, K, bias):
     x = torch.randn(1, K, generator=g)
     w = torch.randn(N, K, generator=g)
     b = torch.randn(N, generator=g) if bias else None
-    out = gemv_triton(x, w, b, config)
+    out = gemv_triton(*on_dev(x, w, b), config).cpu()
     ref = gemv_ref(x, w, b)
     assert out.shape == (1, N) and not torch.isnan(out).any()
     assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
@@ -46,7 +51,7 @@ def test_gemv_triton_bf16():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(1, 1024, generator=g).bfloat16()
     w = torch.randn(48, 1024, generator=g).bfloat16()
-    out = gemv_triton(x, w, None, CONFIGS[2]).float()
+    out = gemv_triton(*on_dev(x, w), None, CONFIGS[2]).float().cpu()
     ref = gemv_ref(x.float(), w.float())
     assert ((out - ref).norm() / ref.norm()).item() <= 1e-2
 
@@ -79,7 +84,8 @@ def test_rmsnorm_gemv_matches_reference(config, N, K, with_res, dtype):
     nw = (1 + 0.1 * torch.randn(K, generator=g)).to(dtype)
     w = torch.randn(N, K, generator=g).to(dtype)
     b = torch.randn(N, generator=g).to(dtype)
-    y, h = rmsnorm_gemv_triton(x, r, nw, 1e-6, w, b, config)
+    xd, rd, nwd, wd, bd = on_dev(x, r, nw, w, b)
+    y, h = (t.cpu() for t in rmsnorm_gemv_triton(xd, rd, nwd, 1e-6, wd, bd, config))
     y_ref, h_ref = rmsnorm_gemv_ref(x, r, nw, 1e-6, w, b)
     if dtype == torch.float32:
         assert torch.equal(h, h_ref)  # the residual stream is exact (same rounding as a torch add)
@@ -99,7 +105,7 @@ def test_silu_gemv_matches_reference(config, dtype):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(1, 2 * 700, generator=g).to(dtype)
     w = torch.randn(17, 700, generator=g).to(dtype)
-    y = silu_gemv_triton(x, w, None, config)
+    y = silu_gemv_triton(*on_dev(x, w), None, config).cpu()
     y_ref = silu_gemv_ref(x, w, None)
     tol = BF16_INTERP_TOL if dtype == torch.bfloat16 else 1e-4
     assert not torch.isnan(y).any()
@@ -139,7 +145,7 @@ def test_gemm_small_matches_reference(config, M, N, K, bias):
     x = torch.randn(M, K + 3, generator=g)[:, :K]  # row stride != K
     w = torch.randn(N, K, generator=g)
     b = torch.randn(N, generator=g) if bias else None
-    y = gemm_small_triton(x, w, b, config)
+    y = gemm_small_triton(*on_dev(x, w, b), config).cpu()
     assert y.shape == (M, N) and not torch.isnan(y).any()
     assert torch.allclose(y, gemv_ref(x, w, b), rtol=1e-4, atol=1e-3)
 

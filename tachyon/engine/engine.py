@@ -51,6 +51,7 @@ class RequestGroup:
 class LLMEngine:
     def __init__(self, config: EngineConfig):
         self.config = config
+        t0 = time.perf_counter()
         self.device = config.resolved_device()
         self.dtype = config.resolved_dtype()
         resolved = resolve_model(config.model, config.load_format)
@@ -59,17 +60,26 @@ class LLMEngine:
         self.model_name = config.served_model_name or resolved.name
         self.model, self.spec = load_model(resolved, device=self.device, dtype=self.dtype, seed=config.seed)
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)
+        t_load = time.perf_counter()
         self.max_model_len = self._max_model_len()
         self.runner = ModelRunner(self.model, self.spec, block_size=config.block_size, device=self.device,
                                   dtype=self.dtype,
                                   max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
                                   max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager)
         num_blocks = self._num_blocks()
+        t_warm = time.perf_counter()
         if num_blocks * config.block_size < self.max_model_len:
             raise ValueError(
                 f"the KV cache holds {num_blocks * config.block_size} tokens, fewer than max_model_len "
                 f"{self.max_model_len}: lower max_model_len or give the cache more memory")
         self.runner.allocate_kv(num_blocks)
+        t_end = time.perf_counter()
+        # start-up phases (s): weights + tokenizer; warm-up (kernel tuning / compiles, memory profile);
+        # KV-cache allocation + decode-graph capture
+        self.startup = dict(load_s=t_load - t0, warmup_s=t_warm - t_load, kv_and_graphs_s=t_end - t_warm,
+                            total_s=t_end - t0)
+        log.info("engine ready in %.1f s (load %.1f, warm-up %.1f, KV cache + graphs %.1f)", self.startup["total_s"],
+                 self.startup["load_s"], self.startup["warmup_s"], self.startup["kv_and_graphs_s"])
         self.pool = BlockPool(num_blocks, config.block_size)
         self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,

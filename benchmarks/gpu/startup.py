@@ -1,0 +1,39 @@
+"""Engine start-up time on this machine (weights, warm-up, KV cache + graph capture), default engine
+arguments, dummy weights; run first on a fresh machine for the cold figure (empty Triton cache).
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/startup.py --shape qwen2.5-7b [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tachyon import LLM  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="qwen2.5-7b")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
+    cached = sum(1 for _ in triton_cache.glob("*")) if triton_cache.exists() else 0
+    t0 = time.perf_counter()
+    llm = LLM(args.shape, load_format="dummy")
+    wall = time.perf_counter() - t0
+    res = dict(shape=args.shape, wall_s=wall, triton_cache_entries_before=cached, **llm.engine.startup)
+    print(json.dumps(res), flush=True)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / f"startup_{args.shape}.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
