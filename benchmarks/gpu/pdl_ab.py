@@ -23,6 +23,7 @@ VARIANTS = {
     "on": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "start"},
     "gemv_late": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "late"},
     "gemv_off": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "off"},
+    "auto": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"},
 }
 
 

@@ -121,7 +121,7 @@ def _decode_split(
     return o, m_i, l_i
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_splits"])
 def _decode_kernel(
     q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
     qsl_ptr, seq_lens_ptr, bt_ptr, scale,
@@ -129,14 +129,15 @@ def _decode_kernel(
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    NUM_SPLITS: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
-    NUM_SPLITS == 1: the whole context, written to out. Otherwise each sequence cuts its own context
+    not SPLIT: the whole context, written to out. Otherwise each sequence cuts its own context
     into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
     every program writes its partial (mid_o, mid_lse; empty splits o = 0, lse = -inf) and
-    _split_reduce_kernel merges all NUM_SPLITS afterwards."""
+    _split_reduce_kernel merges all num_splits afterwards. num_splits is a run-time argument (not
+    specialised): every batch bucket's graph shares one compiled kernel."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     b = tl.program_id(0)
@@ -150,7 +151,7 @@ def _decode_kernel(
     heads = hk * G + g
     omask = gmask[:, None] & dmask[None, :]
     bt_row = bt_ptr + b * stride_bt
-    if NUM_SPLITS == 1:
+    if not SPLIT:
         tok = tl.load(qsl_ptr + b).to(tl.int64)
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
@@ -161,10 +162,10 @@ def _decode_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
-        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, NUM_SPLITS), BLOCK_N), 1) * BLOCK_N
+        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
-        row = (b * Hq + heads) * NUM_SPLITS + sp  # mid_o [B, Hq, NUM_SPLITS, D], mid_lse [B, Hq, NUM_SPLITS]
+        row = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
         tok = tl.load(qsl_ptr + b).to(tl.int64)
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
@@ -174,10 +175,10 @@ def _decode_kernel(
         tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
         tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_splits"])
 def _split_reduce_kernel(
     mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh,
-    Hq: tl.constexpr, D: tl.constexpr, NUM_SPLITS: tl.constexpr,
+    num_splits, Hq: tl.constexpr, D: tl.constexpr,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
 ):
     """Merge the partial softmaxes of one (sequence, query head)."""
@@ -188,8 +189,8 @@ def _split_reduce_kernel(
     tok = tl.load(qsl_ptr + b).to(tl.int64)
     sidx = tl.arange(0, BLOCK_S)
     d = tl.arange(0, BLOCK_D)
-    smask = sidx < NUM_SPLITS
-    row = (b * Hq + h) * NUM_SPLITS + sidx
+    smask = sidx < num_splits
+    row = (b * Hq + h) * num_splits + sidx
     lse = tl.load(mid_lse_ptr + row, mask=smask, other=float("-inf"))
     w = tl.exp(lse - tl.max(lse, 0))
     w = w / tl.sum(w, 0)
@@ -269,6 +270,8 @@ PREFILL_CONFIG = {
 # Keys per decode split at least (one bf16 BLOCK_N tile): a shorter split would not shorten the
 # critical path (a program's latency is that of its first tile) but would add partials to merge.
 MIN_SPLIT_KEYS = 128
+# most splits per sequence: the merge kernel's tile (one compile for every split count)
+MAX_KV_SPLITS = 64
 
 
 def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
@@ -281,7 +284,7 @@ def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms
     if programs >= num_sms or max_seq_len <= 2 * MIN_SPLIT_KEYS:
         return 1
     by_len = -(-max_seq_len // MIN_SPLIT_KEYS)
-    return max(1, min(by_len, -(-2 * num_sms // programs), 64))
+    return max(1, min(by_len, -(-2 * num_sms // programs), MAX_KV_SPLITS))
 
 
 def attention_triton(
@@ -315,7 +318,7 @@ def attention_triton(
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
         cfg = DECODE_CONFIG[cfg_key]
-        splits = num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(q.device))
+        splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(q.device)), MAX_KV_SPLITS)
         if splits > 1:
             mid_o = torch.empty(B, Hq, splits, D, device=q.device, dtype=torch.float32)
             mid_lse = torch.empty(B, Hq, splits, device=q.device, dtype=torch.float32)
@@ -325,12 +328,13 @@ def attention_triton(
             q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
-            NUM_SPLITS=splits, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
+            num_splits=splits, SPLIT=splits > 1, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            **pdl,
         )
         if splits > 1:
             _split_reduce_kernel[(B, Hq)](
                 mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
-                Hq=Hq, D=D, NUM_SPLITS=splits, BLOCK_S=next_pow2(splits), BLOCK_D=next_pow2(D), **pdl,
+                num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
             )
         return out
     cfg = PREFILL_CONFIG[cfg_key]

@@ -129,14 +129,21 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
 
 
-def _gemv_pdl(device: torch.device) -> dict:
-    """PDL launch arguments of the batch-1 GEMV; TACHYON_PDL_GEMV=late triggers dependents after the main
-    loop instead of at the start, =off launches the GEMV without PDL (A/B knobs, benchmarks/gpu/pdl_ab.py)."""
+# a batch-1 GEMV reading more weight bytes than this launches without PDL (see _gemv_pdl)
+PDL_GEMV_MAX_BYTES = 16 << 20
+
+
+def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
+    """PDL launch arguments of the batch-1 GEMV. Default ("auto"): PDL, triggering dependents at the
+    start, for weights up to PDL_GEMV_MAX_BYTES; larger (multi-wave) GEMVs launch without it. On the H200
+    (benchmarks/results/pdl_ab_h200.json) early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms but,
+    behind Qwen2.5-7B's 25-270 MB projections, the dependents' resident waiting programs slowed the step
+    from 3.97 to 4.24 ms. TACHYON_PDL_GEMV = start | late (trigger after the main loop) | off overrides."""
     args = pdl_args(device)
-    mode = os.environ.get("TACHYON_PDL_GEMV", "start")
-    if not args["PDL"] or mode == "start":
+    mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
+    if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= PDL_GEMV_MAX_BYTES):
         return args
-    return {"PDL": False} if mode == "off" else dict(args, LATE_TRIGGER=True)
+    return dict(args, LATE_TRIGGER=True) if mode == "late" else {"PDL": False}
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
@@ -148,7 +155,8 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **_gemv_pdl(x.device),
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
+        **_gemv_pdl(x.device, w.numel() * w.element_size()),
     )
     return y
 

@@ -141,7 +141,7 @@ def sample_ref(
 # a2, bk, nP, nK, tokens above bk).
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["NCHUNK"])
 def _stats_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, V, CHUNK, NCHUNK,
@@ -200,7 +200,7 @@ def _stats_kernel(
     tl.store(part_i_ptr + row * NCHUNK + c, idx)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["NCHUNK"])
 def _hist_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, stat_ptr, rowf_ptr, rowh_ptr, rowacc_ptr,
     hist_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
@@ -246,7 +246,7 @@ def _hist_kernel(
             tl.atomic_add(rowacc_ptr + row * 4, tl.sum(zacc, 0))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["NCHUNK"])
 def _select_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     rowf_ptr, rowi_ptr, rowh_ptr, rowacc_ptr, hist_ptr, hist2_ptr, cnt_ptr, cand_s_ptr, cand_i_ptr,
@@ -372,7 +372,7 @@ def _select_kernel(
                 tl.store(rowf_ptr + row * 8 + 3, sP)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["NCHUNK"])
 def _finish_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
     rowf_ptr, rowi_ptr, rowacc_ptr, hist2_ptr, cand_s_ptr, cand_i_ptr, out_ptr, key_thr_ptr, s_min_ptr,
@@ -583,15 +583,16 @@ def sample_triton(
     out = torch.empty(B, dtype=torch.int64, device=dev)
     rows = (temperature, top_k, top_p, min_p)
     # fp fusion off: s, q get the same bits in every kernel
+    cpad = next_pow2(MAX_CHUNKS)  # not next_pow2(nchunk): one compile serves every batch size
     opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False, **pdl_args(dev))
     _stats_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, stat, rowh, rowacc,
                                hist2, cnt, V, chunk, nchunk, NB=NB, num_warps=4, **opts)
     _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, V, chunk, nchunk,
-                              CPAD=next_pow2(nchunk), NB=NB, num_warps=4, **opts)
+                              CPAD=cpad, NB=NB, num_warps=4, **opts)
     _select_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowh,
                                 rowacc, hist, hist2, cnt, cand_s, cand_i, V, chunk, nchunk, cap, NB=NB, num_warps=4,
                                 **opts)
     _finish_kernel[(B,)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowacc, hist2,
-                         cand_s, cand_i, out, key_thr, s_min, V, nchunk, cap, CPAD=next_pow2(nchunk), NB=NB,
+                         cand_s, cand_i, out, key_thr, s_min, V, nchunk, cap, CPAD=cpad, NB=NB,
                          BLOCK_C=max(16, min(1024, next_pow2(cap))), WAYS=SEARCH_WAYS, num_warps=8, **opts)
     return out
