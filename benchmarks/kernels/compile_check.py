@@ -44,7 +44,7 @@ class _Compile:
             vals.update(kw)
             sig, const = {}, {}
             for p in fn.params:
-                v = vals[p.name]
+                v = vals[p.name] if p.name in vals else p.default
                 if p.is_constexpr:
                     sig[p.name], const[p.name] = "constexpr", v
                 elif isinstance(v, torch.Tensor):

@@ -1,7 +1,9 @@
-"""A/B of programmatic dependent launch on whole decode-step graphs: one engine per shape, then the
-bs1 / bs8 decode graphs re-captured under each PDL variant (env) and replay-timed at a 512-token context.
+"""A/B of whole decode-step graphs: one engine per process, then the bs1 / bs8 decode graphs re-captured
+under each variant and replay-timed at a 512-token context. A variant sets environment knobs (PDL) and
+may override the warm-up's fusion choices (every RMSNorm / SiLU prologue fused into its GEMV, or none).
 
-Usage (GPU machine, repo root): python3 benchmarks/gpu/pdl_ab.py --out $OUT [--shapes ...]
+Usage (GPU machine, repo root): python3 benchmarks/gpu/step_ab.py --out $OUT --shapes qwen2.5-7b \
+    [--variants off,on,gemv_late,gemv_off,auto,fuse_all,fuse_none]
 """
 
 from __future__ import annotations
@@ -18,13 +20,33 @@ import torch  # noqa: E402
 
 from tachyon import LLM  # noqa: E402
 
+BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_ATTN_EARLY_V": "0"}
+# name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none")
 VARIANTS = {
-    "off": {"TACHYON_PDL": "0"},
-    "on": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "start"},
-    "gemv_late": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "late"},
-    "gemv_off": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "off"},
-    "auto": {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"},
+    "off": ({"TACHYON_PDL": "0"}, None),
+    "on": ({"TACHYON_PDL_GEMV": "start"}, None),
+    "gemv_late": ({"TACHYON_PDL_GEMV": "late"}, None),
+    "gemv_off": ({"TACHYON_PDL_GEMV": "off"}, None),
+    "auto": ({}, None),
+    "fuse_all": ({}, "all"),
+    "fuse_none": ({}, "none"),
+    "early_v": ({"TACHYON_ATTN_EARLY_V": "1"}, None),
 }
+
+
+def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
+    """Override (or, mode None, restore) every prologue Linear's fused config; `saved` keeps the originals."""
+    from tachyon.models.layers import Linear
+
+    for m in model.modules():
+        if isinstance(m, Linear) and m.prologue is not None:
+            saved.setdefault(id(m), m.fused_config)
+            if mode is None:
+                m.fused_config = saved[id(m)]
+            elif mode == "none":
+                m.fused_config = None
+            else:
+                m.fused_config = saved[id(m)] or m.gemv_config or (4, 1024, 4, 1)
 
 
 def replay_ms(g: torch.cuda.CUDAGraph, iters: int = 100) -> float:
@@ -43,9 +65,10 @@ def replay_ms(g: torch.cuda.CUDAGraph, iters: int = 100) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
-    ap.add_argument("--shapes", default="qwen3-0.6b", help="one engine per process: run once per shape")
+    ap.add_argument("--shapes", default="qwen3-0.6b", help="one engine per process: one shape per run")
     ap.add_argument("--context", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", default="off,on,gemv_late,gemv_off,auto")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -55,9 +78,12 @@ def main() -> None:
         runner = llm.engine.runner
         blocks = -(-args.context // runner.block_size)
         res = {"shape": shape, "context": args.context}
+        saved: dict = {}
         for rnd in range(args.rounds):  # rounds interleave the variants (clock / thermal drift)
-            for name, env in VARIANTS.items():
-                os.environ.update(env)
+            for name in args.variants.split(","):
+                env, fusion = VARIANTS[name]
+                os.environ.update(BASE | env)
+                set_fusion(runner.model, fusion, saved)
                 with torch.inference_mode():
                     g = runner._graph_runner()
                     g.capture([1, 8])
@@ -71,11 +97,12 @@ def main() -> None:
                     g.release()
                 res.setdefault(name, []).append(r)
                 print(f"{shape} round {rnd} {name:10s} " + " ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
+        set_fusion(runner.model, None, saved)
         results.append(res)
-        (out / "pdl_ab.json").write_text(json.dumps(results, indent=1))
+        (out / "step_ab.json").write_text(json.dumps(results, indent=1))
         del llm, runner
         torch.cuda.empty_cache()
-    os.environ["TACHYON_PDL"] = "1"
+    os.environ.update(BASE)
 
 
 if __name__ == "__main__":
