@@ -20,7 +20,7 @@ import torch  # noqa: E402
 
 from tachyon import LLM  # noqa: E402
 
-BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_ATTN_EARLY_V": "0"}
+BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none")
 VARIANTS = {
     "off": ({"TACHYON_PDL": "0"}, None),
@@ -30,7 +30,6 @@ VARIANTS = {
     "auto": ({}, None),
     "fuse_all": ({}, "all"),
     "fuse_none": ({}, "none"),
-    "early_v": ({"TACHYON_ATTN_EARLY_V": "1"}, None),
 }
 
 

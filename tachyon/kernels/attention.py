@@ -12,12 +12,9 @@ Contract (reference and Triton entry point alike):
 Triton decode: one kernel; with split-KV each split writes a partial (output, log-sum-exp) and a second
 kernel merges them in split order (deterministic). A "last split merges" variant (a per-(sequence, KV
 head) semaphore, one launch) measured slower on the H200 for G = 7 and was dropped
-(benchmarks/results/attn_fused_reduce_h200.json). TACHYON_ATTN_EARLY_V=1 issues each decode tile's V load
-together with its K load (an A/B knob: benchmarks/gpu/step_ab.py).
+(benchmarks/results/attn_fused_reduce_h200.json).
 """
 
-
-import os
 
 import torch
 
@@ -76,7 +73,6 @@ def _attend_tile(
     acc, m_i, l_i, q, cache_ptr, bt_ptr, n0, kv_end, pos, hk, d, dmask, scale,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
     PAGE: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr,
-    EARLY_V: tl.constexpr = False,
 ):
     """Online-softmax update of (acc, m_i, l_i) with keys n0 .. n0 + BLOCK_N (< kv_end) gathered
     through the block table row at bt_ptr; CAUSAL also masks keys after each query's position."""
@@ -86,8 +82,6 @@ def _attend_tile(
     off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
     kvmask = nmask[:, None] & dmask[None, :]
     k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0)
-    if EARLY_V:  # V's load in flight with K's (short decode splits: one tile, latency-bound)
-        v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
     s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
     if CAUSAL:
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
@@ -97,8 +91,7 @@ def _attend_tile(
     p = tl.exp(s - m_new[:, None])
     alpha = tl.exp(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
-    if not EARLY_V:
-        v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
     return acc, m_new, l_i
 
@@ -108,7 +101,7 @@ def _decode_split(
     q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
     stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
     PAGE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    PREC: tl.constexpr, EARLY_V: tl.constexpr,
+    PREC: tl.constexpr,
 ):
     """Attention of one token's query heads `heads` (KV head hk) over keys start .. end: returns the
     normalised output [BLOCK_G, BLOCK_D] and the softmax running max and sum (fp32)."""
@@ -122,7 +115,7 @@ def _decode_split(
     for n0 in range(start, end, BLOCK_N):
         acc, m_i, l_i = _attend_tile(
             acc, m_i, l_i, q, cache_ptr, bt_row, n0, end, g, hk, d, dmask, scale,
-            stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC, EARLY_V,
+            stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
         )
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     return o, m_i, l_i
@@ -136,7 +129,7 @@ def _decode_kernel(
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_V: tl.constexpr = False,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -163,7 +156,7 @@ def _decode_kernel(
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
             stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, EARLY_V,
+            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
         )
         dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
@@ -177,7 +170,7 @@ def _decode_kernel(
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
             stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, EARLY_V,
+            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
         )
         tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
         tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
@@ -336,7 +329,7 @@ def attention_triton(
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             num_splits=splits, SPLIT=splits > 1, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-            EARLY_V=os.environ.get("TACHYON_ATTN_EARLY_V", "0") == "1", **pdl,
+            **pdl,
         )
         if splits > 1:
             _split_reduce_kernel[(B, Hq)](
