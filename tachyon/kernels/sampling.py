@@ -275,45 +275,37 @@ def _select_kernel(
         s_min = tl.load(rowf_ptr + row * 8 + 2)
         jj = tl.arange(0, NB)
         offs0 = tl.arange(0, BLOCK)
-        a1 = NB  # defaults for min-p-only rows: every token is above both (absent) brackets
-        a2 = NB - 1
-        bk = NB
-        n_bk = 0
-        nP = 0
-        nK = 0
-        direct = 1
-        runP = 0
-        runK = 0
-        sP = 1.0
-        if use_k | use_p:
-            h = tl.load(rowh_ptr + row * NB + jj)
-            z = _from_fixed(tl.load(rowacc_ptr + row * 4))
-            jf = jj.to(tl.float32)
-            L, U, e_lo = _mass_bounds(h, jf, jf + 1.0, 1.0 / inv_w, True, NB)
-            bk, n_bk = _topk_bin(h, 0, k, NB)
-            z_lo = z
-            z_hi = z
-            if use_k:
-                z_lo, z_hi = _topk_mass(L, U, e_lo, bk, n_bk, k, 0.0, NB)
-                z_hi = tl.minimum(z_hi, z * 1.0001)
-            z_tol = V * 1.8189894035458565e-12  # fixed-point truncation of the total
-            a1, a2 = _topp_bins(L, U, 0.0, z_lo, z_hi, p, z * 0.9999 - z_tol, z * 1.0001 + z_tol, NB)
-            if use_k:
-                nK = _at(h, jj, bk)
-                a2 = tl.minimum(a2, bk)  # top-p's threshold is at or above top-k's
-                a1 = tl.minimum(a1, a2)
-            else:
-                bk = NB
-            if use_p:
-                nP = tl.sum(tl.where((jj >= a1) & (jj <= a2), h, 0), 0)
-            else:
-                a1 = NB
-            direct = ((nP >= 0) & (nK >= 0) & (nP + nK <= CAP)).to(tl.int32)
-            sP = NB / tl.maximum(a2 - a1 + 1, 1).to(tl.float32)
-            if direct != 0:  # this chunk's candidate slots
-                hc = tl.load(hist_ptr + (row * NCHUNK + c) * NB + jj)
-                runP = tl.atomic_add(cnt_ptr + row * 2, tl.sum(tl.where((jj >= a1) & (jj <= a2), hc, 0), 0))
-                runK = nP + tl.atomic_add(cnt_ptr + row * 2 + 1, _at(hc, jj, bk))
+        # Branch-free (tl.where, masked atomics): triton 3.6 mis-assigned scalars set inside these nested
+        # run-time ifs on the H200 (nK took another value; benchmarks/kernels/sample_debug.py).
+        kp = use_k | use_p
+        h = tl.load(rowh_ptr + row * NB + jj)  # zeroed by the stats kernel: all 0 on min-p-only rows
+        z = _from_fixed(tl.load(rowacc_ptr + row * 4))
+        jf = jj.to(tl.float32)
+        L, U, e_lo = _mass_bounds(h, jf, jf + 1.0, 1.0 / inv_w, True, NB)
+        bk_k, n_bk_k = _topk_bin(h, 0, k, NB)
+        zk_lo, zk_hi = _topk_mass(L, U, e_lo, bk_k, n_bk_k, k, 0.0, NB)
+        z_lo = tl.where(use_k, zk_lo, z)
+        z_hi = tl.where(use_k, tl.minimum(zk_hi, z * 1.0001), z)
+        z_tol = V * 1.8189894035458565e-12  # fixed-point truncation of the total
+        p1, p2 = _topp_bins(L, U, 0.0, z_lo, z_hi, p, z * 0.9999 - z_tol, z * 1.0001 + z_tol, NB)
+        a2 = tl.where(use_k, tl.minimum(p2, bk_k), p2)  # top-p's threshold is at or above top-k's
+        a1 = tl.where(use_k, tl.minimum(p1, a2), p1)
+        nP = tl.where(use_p, tl.sum(tl.where((jj >= a1) & (jj <= a2), h, 0), 0), 0)
+        nK = tl.where(use_k, _at(h, jj, bk_k), 0)
+        # defaults (min-p-only rows; top-k-only rows have no P bracket): every token above both brackets
+        a1 = tl.where(use_p, a1, NB)
+        a2 = tl.where(kp, a2, NB - 1)
+        bk = tl.where(use_k, bk_k, NB)
+        n_bk = tl.where(use_k, n_bk_k, 0)
+        direct = tl.where(kp, ((nP >= 0) & (nK >= 0) & (nP + nK <= CAP)).to(tl.int32), 1)
+        sP = tl.where(kp, NB / tl.maximum(a2 - a1 + 1, 1).to(tl.float32), 1.0)
+        take = kp & (direct != 0)  # this chunk's candidate slots
+        hc = tl.where(take, tl.load(hist_ptr + (row * NCHUNK + c) * NB + jj), 0)
+        # every chunk takes its slots with one atomic per bracket (adding 0 where it has none to take)
+        runP = tl.atomic_add(cnt_ptr + row * 2, tl.sum(tl.where((jj >= a1) & (jj <= a2), hc, 0), 0))
+        runK = tl.atomic_add(cnt_ptr + row * 2 + 1, _at(hc, jj, bk))
+        runP = tl.where(take, runP, 0)
+        runK = nP + tl.where(take, runK, 0)
         seed = tl.load(seed_ptr + row)
         step = tl.load(step_ptr + row)
         bestv = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -334,11 +326,10 @@ def _select_kernel(
             q, b = _bins(s, valid, m, inv_w, NB)
             inP = valid & (b >= a1) & (b <= a2)  # a1 = NB without top-p, bk = NB without top-k
             inK = valid & (b == bk)
-            if use_k | use_p:
-                ef = _fixed(s, m, valid)
-                aP += tl.sum(tl.where(b < a1, ef, 0), 0)
-                aK += tl.sum(tl.where(b < bk, ef, 0), 0)
-                mP += tl.sum(tl.where(inP, ef, 0), 0)
+            ef = tl.where(kp, _fixed(s, m, valid), 0)
+            aP += tl.sum(tl.where(b < a1, ef, 0), 0)
+            aK += tl.sum(tl.where(b < bk, ef, 0), 0)
+            mP += tl.sum(tl.where(inP, ef, 0), 0)
             sure = valid & (s >= s_min) & (b < a1) & (b < bk)
             if tl.max(sure.to(tl.int32), 0) > 0:
                 score = tl.where(sure, _race_block(s, seed, step, start, BLOCK), float("-inf"))
@@ -429,23 +420,22 @@ def _finish_kernel(
                 a1f = a1.to(tl.float32)
                 bkf = bk.to(tl.float32)
                 z = _from_fixed(zi)
-                bk2 = NB  # the K sub-bracket (a sub-bin of bk) and the P one (sub-bins [a1s, a2s])
-                n_bk2 = n_bk
-                a1s = NB
-                a2s = NB - 1
-                z_lo = z
-                z_hi = z
-                if use_k:
-                    L, U, e_lo = _mass_bounds(hK, bkf + jf / NB, bkf + (jf + 1.0) / NB, w, bk == NB - 1, NB)
-                    bk2, n_bk2 = _topk_bin(hK, n_bk, k, NB)
-                    z_lo, z_hi = _topk_mass(L, U, e_lo, bk2, n_bk2, k, _from_fixed(aK), NB)
-                    z_hi = tl.minimum(z_hi, z * 1.0001)
-                if use_p:
-                    L, U, e_lo = _mass_bounds(hP, a1f + jf / sP, a1f + (jf + 1.0) / sP, w, a2 == NB - 1, NB)
-                    m_p = _from_fixed(tl.load(rowacc_ptr + row * 4 + 3))
-                    m_tol = nP * 1.8189894035458565e-12
-                    a1s, a2s = _topp_bins(L, U, _from_fixed(aP), z_lo, z_hi, p, m_p * 0.9999 - m_tol,
-                                          m_p * 1.0001 + m_tol, NB)
+                # the K sub-bracket (a sub-bin of bk) and the P one (sub-bins [a1s, a2s]); branch-free, as in
+                # the select kernel (scalars set inside nested run-time ifs were mis-assigned on the H200)
+                L, U, e_lo = _mass_bounds(hK, bkf + jf / NB, bkf + (jf + 1.0) / NB, w, bk == NB - 1, NB)
+                bk2_k, n_bk2_k = _topk_bin(hK, n_bk, k, NB)
+                zk_lo, zk_hi = _topk_mass(L, U, e_lo, bk2_k, n_bk2_k, k, _from_fixed(aK), NB)
+                bk2 = tl.where(use_k, bk2_k, NB)
+                n_bk2 = tl.where(use_k, n_bk2_k, n_bk)
+                z_lo = tl.where(use_k, zk_lo, z)
+                z_hi = tl.where(use_k, tl.minimum(zk_hi, z * 1.0001), z)
+                L, U, e_lo = _mass_bounds(hP, a1f + jf / sP, a1f + (jf + 1.0) / sP, w, a2 == NB - 1, NB)
+                m_p = _from_fixed(tl.load(rowacc_ptr + row * 4 + 3))
+                m_tol = nP * 1.8189894035458565e-12
+                p1s, p2s = _topp_bins(L, U, _from_fixed(aP), z_lo, z_hi, p, m_p * 0.9999 - m_tol,
+                                      m_p * 1.0001 + m_tol, NB)
+                a1s = tl.where(use_p, p1s, NB)
+                a2s = tl.where(use_p, p2s, NB - 1)
                 nP2 = tl.sum(tl.where((jj >= a1s) & (jj <= a2s), hP, 0), 0)
                 nK2 = _at(hK, jj, bk2)
                 if (nP2 >= 0) & (nK2 >= 0) & (nP2 + nK2 <= CAP):
