@@ -242,3 +242,36 @@ def test_dispatch(monkeypatch):
         assert not K.use_triton(x.cuda())
     out, h = K.rmsnorm(x, torch.ones(8), 1e-6)
     assert h is x and out.shape == x.shape
+
+
+def test_compile_only_is_a_no_op_without_cuda_or_when_disabled(monkeypatch):
+    """Off the GPU (and with TACHYON_PARALLEL_COMPILE=0) launches inside compile_only run normally."""
+    from tachyon.kernels.precompile import compile_only
+
+    with compile_only(torch.device("cpu")) as compiling:
+        assert compiling is False
+    if CUDA:
+        monkeypatch.setenv("TACHYON_PARALLEL_COMPILE", "0")
+        with compile_only(torch.device("cuda")) as compiling:
+            assert compiling is False
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a GPU")
+def test_compile_only_compiles_without_running():
+    """On the GPU: inside compile_only a launch writes nothing (it only compiles); after the context the
+    same launch runs from the cache and writes what the reference writes."""
+    from tachyon.kernels.precompile import compile_only
+
+    T, H, D = 5, 3, 80  # odd head count and size: a fresh specialisation
+    k, v = torch.randn(T, H, D, device=DEV), torch.randn(T, H, D, device=DEV)
+    cache = torch.zeros(2, 4, 16, H, D, device=DEV)
+    slots = torch.tensor([0, 17, -1, 40, 63], device=DEV)
+    with compile_only(torch.device(DEV)) as compiling:
+        assert compiling
+        K.store_kv_triton(k, v, cache, slots)
+    torch.cuda.synchronize()
+    assert not cache.any(), "a launch inside compile_only ran"
+    ref = torch.zeros_like(cache)
+    K.store_kv_ref(k, v, ref, slots)
+    K.store_kv_triton(k, v, cache, slots)
+    assert torch.equal(cache, ref)

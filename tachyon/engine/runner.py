@@ -80,6 +80,24 @@ class ModelRunner:
                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
                                  last_tokens=self.last_tokens)
 
+    def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
+        """Compile, in parallel, the Triton kernels of the profile step and of every decode-graph bucket:
+        their launches only compile here (kernels/precompile.py), so the profile and the graph captures
+        that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
+        from tachyon.kernels.precompile import compile_only
+
+        with compile_only(self.device) as compiling:
+            if not compiling:
+                return
+            hidden = self.model(ids, positions, meta)
+            self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
+            if self.use_cuda_graphs:
+                probe = self._graph_runner()
+                for bs in probe.buckets:
+                    probe._step(bs)
+        torch.cuda.synchronize()
+        self.last_tokens.zero_()
+
     @torch.inference_mode()
     def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
         """CUDA only: bytes left for the KV cache after weights, the peak activations of the largest
@@ -90,8 +108,6 @@ class ModelRunner:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         self.model.bind_kv_cache(self._new_caches(1))
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
         t = min(max_num_batched_tokens, self.max_model_len)
         from tachyon.engine.batch import AttentionMetadata
 
@@ -102,7 +118,12 @@ class ModelRunner:
                                  torch.zeros(1, -(-t // self.block_size), dtype=torch.int32, device=dev),
                                  t, t, False)
         ids = torch.randint(0, self.spec.vocab_size, (t,), device=dev)
-        hidden = self.model(ids, torch.arange(t, device=dev), meta)
+        positions = torch.arange(t, device=dev)
+        self._compile_kernels(ids, positions, meta, t)
+        torch.cuda.empty_cache()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        hidden = self.model(ids, positions, meta)
         self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
         torch.cuda.synchronize()
         activation_peak = torch.cuda.max_memory_allocated() - base

@@ -1,0 +1,57 @@
+"""Compile Triton kernels in parallel during warm-up.
+
+`compile_only(device)` is a context in which every Triton kernel launch compiles (in a thread pool,
+deduplicated by Triton's own cache key) instead of running; on exit every compile has finished and
+sits in Triton's in-memory and on-disk caches, so the same launches afterwards run without
+compiling. Torch ops inside the context still run, on whatever the skipped kernels left in their
+outputs: the caller must discard every result and must not branch on device values there. Needs
+CUDA and triton's AsyncCompileMode (triton >= 3.4); otherwise launches run normally. Compile
+failures are ignored here: the real launch afterwards compiles again and raises.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import torch
+
+from tachyon.kernels._triton import HAS_TRITON
+
+
+def _async_mode():
+    if not HAS_TRITON or os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    try:
+        from triton.runtime._async_compile import AsyncCompileMode
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return None
+    return AsyncCompileMode, JITFunction
+
+
+@contextmanager
+def compile_only(device: torch.device, workers: int | None = None) -> Iterator[bool]:
+    """Yields True when launches compile in parallel instead of running (see the module docstring),
+    False when they run normally (CPU, or a triton without async compilation)."""
+    mode = _async_mode() if device.type == "cuda" and os.environ.get("TACHYON_PARALLEL_COMPILE", "1") != "0" else None
+    if mode is None:
+        yield False
+        return
+    AsyncCompileMode, JITFunction = mode
+    original = JITFunction.run
+
+    def run(self, *args, grid, warmup, **kwargs):  # compile (asynchronously) but never launch
+        return original(self, *args, grid=grid, warmup=True, **kwargs)
+
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    n = workers or max(1, min(16, os.cpu_count() or 1))
+    with ThreadPoolExecutor(n, initializer=torch.cuda.set_device, initargs=(idx,)) as pool:
+        JITFunction.run = run
+        try:
+            with AsyncCompileMode(pool, ignore_errors=True):
+                yield True
+        finally:
+            JITFunction.run = original
