@@ -76,10 +76,7 @@ class DecodeGraphRunner:
     @torch.inference_mode()
     def capture(self, buckets: list[int] | None = None) -> None:
         """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
-        for _ in range(2):
-            self._fill_padding(0, self.max_bs)
-            self._upload(self.max_bs)
-        torch.cuda.synchronize()
+        self.pad_inputs()
         for bs in sorted(buckets or self.buckets, reverse=True):
             self._step(bs)  # warm-up: compiles kernels, settles the allocator
             torch.cuda.synchronize()
@@ -89,6 +86,13 @@ class DecodeGraphRunner:
             if self.pool is None:
                 self.pool = g.pool()
             self.graphs[bs] = g
+        torch.cuda.synchronize()
+
+    def pad_inputs(self) -> None:
+        """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""
+        for _ in range(2):
+            self._fill_padding(0, self.max_bs)
+            self._upload(self.max_bs)
         torch.cuda.synchronize()
 
     def release(self) -> None:

@@ -93,8 +93,10 @@ class ModelRunner:
             self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
             if self.use_cuda_graphs:
                 probe = self._graph_runner()
+                probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
                 for bs in probe.buckets:
                     probe._step(bs)
+                    self.last_tokens.zero_()  # the step "sampled" garbage: keep every gathered id valid
         torch.cuda.synchronize()
         self.last_tokens.zero_()
 
