@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
 BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"}
@@ -48,19 +49,6 @@ def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
                 m.fused_config = saved[id(m)] or m.gemv_config or (4, 1024, 4, 1)
 
 
-def replay_ms(g: torch.cuda.CUDAGraph, iters: int = 100) -> float:
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        g.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
@@ -89,10 +77,10 @@ def main() -> None:
                     g.seq_lens.fill_(args.context)
                     g.block_tables[:, :blocks] = torch.arange(blocks, dtype=torch.int32, device=g.device)
                     g.slots.fill_(-1)
-                    r = {"bs1": replay_ms(g.graphs[1]), "bs8_greedy": replay_ms(g.graphs[8])}
+                    r = {"bs1": replay_ms(g, 1, 100), "bs8_greedy": replay_ms(g, 8, 100)}
                     g.temperature[:8] = 0.7
                     g.top_p[:8] = 0.9
-                    r["bs8_top_p"] = replay_ms(g.graphs[8])
+                    r["bs8_top_p"] = replay_ms(g, 8, 100)
                     g.release()
                 res.setdefault(name, []).append(r)
                 print(f"{shape} round {rnd} {name:10s} " + " ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
