@@ -3,7 +3,7 @@ under each variant and replay-timed at a 512-token context. A variant sets envir
 may override the warm-up's fusion choices (every RMSNorm / SiLU prologue fused into its GEMV, or none).
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/step_ab.py --out $OUT --shapes qwen2.5-7b \
-    [--variants off,on,gemv_late,gemv_off,auto,fuse_all,fuse_none]
+    [--variants off,on,gemv_off,auto,fuse_all,fuse_none]
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"}
 VARIANTS = {
     "off": ({"TACHYON_PDL": "0"}, None),
     "on": ({"TACHYON_PDL_GEMV": "start"}, None),
-    "gemv_late": ({"TACHYON_PDL_GEMV": "late"}, None),
     "gemv_off": ({"TACHYON_PDL_GEMV": "off"}, None),
     "auto": ({}, None),
     "fuse_all": ({}, "all"),
@@ -55,7 +54,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="qwen3-0.6b", help="one engine per process: one shape per run")
     ap.add_argument("--context", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--variants", default="off,on,gemv_late,gemv_off,auto")
+    ap.add_argument("--variants", default="off,on,gemv_off,auto")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -75,16 +75,13 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 LATE_TRIGGER: tl.constexpr = False):
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
     (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
     pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
-    finishes (LATE_TRIGGER: dependents may launch only once every program is past its main loop).
-    PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
+    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
     sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
-    if not LATE_TRIGGER:
-        pdl_trigger(PDL)
+    pdl_trigger(PDL)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
@@ -119,8 +116,6 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
             if HAS_RES:
                 if pid == 0:
                     tl.store(h_ptr + k, h, mask=kmask)
-    if LATE_TRIGGER:
-        pdl_trigger(PDL)
     y = tl.sum(acc, axis=1)
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
@@ -138,12 +133,13 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     start, for weights up to PDL_GEMV_MAX_BYTES; larger (multi-wave) GEMVs launch without it. On the H200
     (benchmarks/results/pdl_ab_h200.json) early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms but,
     behind Qwen2.5-7B's 25-270 MB projections, the dependents' resident waiting programs slowed the step
-    from 3.97 to 4.24 ms. TACHYON_PDL_GEMV = start | late (trigger after the main loop) | off overrides."""
+    from 3.97 to 4.24 ms. TACHYON_PDL_GEMV = start | off overrides (triggering after
+    the main loop instead measured 4.02 ms: no better than launching without PDL, and was dropped)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
     if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= PDL_GEMV_MAX_BYTES):
         return args
-    return dict(args, LATE_TRIGGER=True) if mode == "late" else {"PDL": False}
+    return {"PDL": False}
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
