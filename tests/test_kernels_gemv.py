@@ -15,9 +15,8 @@ from tachyon.kernels.gemv import (
     gemm_small_triton,
     gemv_ref,
     gemv_triton,
-    pick_gemv_config,
-    pick_small_config,
 )
+from tachyon.kernels.gemv_select import pick_gemv_config, pick_small_config
 from tachyon.models.layers import Linear, tune_gemv
 
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="triton not installed")

@@ -21,12 +21,10 @@ from tachyon.kernels.gemv import (  # noqa: E402
     CONFIGS,
     SMALL_CONFIGS,
     SMALL_M,
-    _graph_time_ms,
     gemm_small_triton,
     gemv_triton,
-    pick_gemv_config,
-    pick_small_config,
 )
+from tachyon.kernels.gemv_select import _graph_time_ms, pick_gemv_config, pick_small_config  # noqa: E402
 from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 
 COPY_BW = 4.25e12

@@ -15,14 +15,12 @@ from tachyon.kernels.gemv import (
     gemm_small_triton,
     gemv_ref,
     gemv_triton,
-    pick_fused_config,
-    pick_gemv_config,
-    pick_small_config,
     rmsnorm_gemv_ref,
     rmsnorm_gemv_triton,
     silu_gemv_ref,
     silu_gemv_triton,
 )
+from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_small_config
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
