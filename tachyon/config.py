@@ -43,6 +43,8 @@ class EngineConfig:
     enable_chunked_prefill: bool = True
     watermark: float = 0.01
     enforce_eager: bool = False
+    # prefill / mixed steps of at most this many tokens (and 8 requests) replay CUDA graphs; 0: eager
+    prefill_graph_max_tokens: int = 512
     overlap_scheduling: bool = True
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
@@ -68,6 +70,8 @@ class EngineConfig:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if not 0 <= self.prefill_graph_max_tokens <= 8192:
+            raise ValueError(f"prefill_graph_max_tokens must be in [0, 8192], got {self.prefill_graph_max_tokens}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

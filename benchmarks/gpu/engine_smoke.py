@@ -93,6 +93,8 @@ def main() -> None:
     ap.add_argument("--nano-limit", type=int, default=None)
     ap.add_argument("--no-overlap", action="store_true")
     ap.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    ap.add_argument("--prefill-graph-max-tokens", type=int, default=512)
+    ap.add_argument("--tag", default="", help="suffix of the result file name")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,7 +109,8 @@ def main() -> None:
                 print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,
-                  max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap)
+                  max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap,
+                  prefill_graph_max_tokens=args.prefill_graph_max_tokens)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
         graphs = llm.engine.runner.graphs
@@ -116,7 +119,8 @@ def main() -> None:
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
             r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap,
-                     max_num_batched_tokens=args.max_num_batched_tokens)
+                     max_num_batched_tokens=args.max_num_batched_tokens,
+                     prefill_graph_max_tokens=args.prefill_graph_max_tokens)
             if wl == "bs1":
                 spec = llm.engine.spec
                 weight_bytes = (spec.num_params() - spec.vocab_size * spec.hidden_size
@@ -124,7 +128,7 @@ def main() -> None:
                 r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
-            name = f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}.json"
+            name = f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}{args.tag}.json"
             (out / name).write_text(json.dumps(results, indent=1))
         del llm
         gc.collect()

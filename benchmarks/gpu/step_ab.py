@@ -22,7 +22,8 @@ from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
 BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"}
-# name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none")
+# name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
+# prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
     "off": ({"TACHYON_PDL": "0"}, None),
     "on": ({"TACHYON_PDL_GEMV": "start"}, None),
@@ -30,6 +31,8 @@ VARIANTS = {
     "auto": ({}, None),
     "fuse_all": ({}, "all"),
     "fuse_none": ({}, "none"),
+    "fuse_silu": ({}, "silu"),
+    "fuse_norm": ({}, "rmsnorm"),
 }
 
 
@@ -42,7 +45,7 @@ def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
             saved.setdefault(id(m), m.fused_config)
             if mode is None:
                 m.fused_config = saved[id(m)]
-            elif mode == "none":
+            elif mode == "none" or (mode != "all" and m.prologue != mode):
                 m.fused_config = None
             else:
                 m.fused_config = saved[id(m)] or m.gemv_config or (4, 1024, 4, 1)

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from timing import env, graph_time_us  # noqa: E402
 
+from tachyon.kernels import sampling  # noqa: E402
 from tachyon.kernels.sampling import sample_triton  # noqa: E402
 
 V = 152064
@@ -45,13 +46,33 @@ def kept(logits: torch.Tensor, T: float, k: int, p: float, mp: float) -> torch.T
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
+    ap.add_argument("--batches", default="1,8,256")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--variants", default="", help="A/B of the sampler's knobs, e.g. 'HIST_BINS=512,PROGRAMS_PER_SM=2;"
+                                                   "HIST_BINS=1024' (module constants of kernels/sampling.py)")
     args = ap.parse_args()
+    rows = []
+    defaults = dict(HIST_BINS=sampling.HIST_BINS, PROGRAMS_PER_SM=sampling.PROGRAMS_PER_SM)
+    for variant in args.variants.split(";"):
+        knobs = dict(defaults)
+        knobs.update({k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)})
+        for k, v in knobs.items():
+            setattr(sampling, k, v)
+        rows += _run([int(b) for b in args.batches.split(",")], args.modes.split(","), knobs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sample_timing.json").write_text(json.dumps(dict(env=env(Path(__file__).resolve().parents[2]),
+                                                            rows=rows), indent=1))
+
+
+def _run(batches: list[int], modes: list[str], knobs: dict) -> list[dict]:
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = []
-    for B in (1, 8, 256):
+    for B in batches:
         for shape, scale in (("flat", 0.05), ("peaked", 3.0)):
             logits = torch.randn(B, V, device="cuda", generator=gen) * scale
-            for mode, (T, k, p, mp) in MODES.items():
+            for mode in modes:
+                T, k, p, mp = MODES[mode]
                 prm = dict(temperature=torch.full((B,), T, device="cuda"),
                            top_k=torch.full((B,), k, dtype=torch.int32, device="cuda"),
                            top_p=torch.full((B,), p, device="cuda"), min_p=torch.full((B,), mp, device="cuda"),
@@ -62,12 +83,9 @@ def main() -> None:
                 else:
                     ok = bool(kept(logits, T, k, p, mp).gather(1, tok[:, None]).all())
                 us = graph_time_us(lambda logits=logits, prm=prm: sample_triton(logits, **prm))
-                rows.append(dict(B=B, logits=shape, mode=mode, graph_us=us, ok=ok))
-                print(f"B={B:4d} {shape:6s} {mode:18s} {us:8.1f} us  ok={ok}", flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sample_timing.json").write_text(json.dumps(dict(env=env(Path(__file__).resolve().parents[2]),
-                                                            rows=rows), indent=1))
+                rows.append(dict(B=B, logits=shape, mode=mode, graph_us=us, ok=ok, **knobs))
+                print(f"{knobs} B={B:4d} {shape:6s} {mode:18s} {us:8.1f} us  ok={ok}", flush=True)
+    return rows
 
 
 if __name__ == "__main__":

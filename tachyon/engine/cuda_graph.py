@@ -3,8 +3,8 @@
 Contract: the graphs read only from static device buffers owned here and write logits and tokens
 into static outputs; `run` fills the inputs for a decode-only batch (every request has exactly one
 new token), pads the batch to its bucket (padding rows store to slot -1 and are discarded) and
-replays. All host inputs of a step travel in four pinned staging buffers, one copy each (block
-tables: only the bucket's rows); two such sets alternate so filling step N+1 never races the upload of N.
+replays. All host inputs of a step travel in one pinned staging region, one copy (block tables: only
+the bucket's rows); two such regions alternate so filling step N+1 never races the upload of N.
 Graphs bake in the KV-cache tensors' addresses: capture after the cache is allocated, never free it.
 """
 
@@ -15,6 +15,7 @@ import torch
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
 from tachyon.engine.request import Request
+from tachyon.engine.staging import StagingBuffers
 
 BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
 
@@ -31,31 +32,23 @@ class DecodeGraphRunner:
         self.max_bs = max_batch
         self.max_blocks = -(-max_model_len // block_size)
         B, MB = self.max_bs, self.max_blocks
-        # staging: two pinned host sets, used alternately, each uploaded by one copy per buffer.
-        # i64 = ids | positions | slots | seeds | steps | src ; i32 = seq_lens | top_k ; f32 = temp | top_p | min_p;
-        # tables [B, MB] row-major, so a bucket's rows are one contiguous prefix (only those travel)
-        self._host = [self._new_host_set() for _ in range(2)]
-        self._host_np = [tuple(t.numpy() for t in h) for h in self._host]  # views, for per-row writes
-        self._host_free = [torch.cuda.Event(), torch.cuda.Event()]  # recorded after each set's upload
-        self._set = 0
-        self._i64 = torch.zeros(6 * B, dtype=torch.int64, device=device)
-        self._i32 = torch.zeros(2 * B, dtype=torch.int32, device=device)
-        self._f32 = torch.zeros(3 * B, dtype=torch.float32, device=device)
-        self.block_tables = torch.zeros(B, MB, dtype=torch.int32, device=device)
-        self.input_ids, self.positions, self.slots, self.seeds, self.steps, self.src = self._i64.view(6, B)
-        self.seq_lens, self.top_k = self._i32.view(2, B)
-        self.temperature, self.top_p, self.min_p = self._f32.view(3, B)
+        # every per-step input travels in one copy (block tables last: only the bucket's rows travel)
+        i64, i32, f32 = torch.int64, torch.int32, torch.float32
+        self.staging = StagingBuffers(
+            [(n, i64, (B,)) for n in ("input_ids", "positions", "slots", "seeds", "steps", "src")]
+            + [(n, i32, (B,)) for n in ("seq_lens", "top_k")]
+            + [(n, f32, (B,)) for n in ("temperature", "top_p", "min_p")]
+            + [("block_tables", i32, (B, MB))], device)
+        dev = self.staging.device
+        self.input_ids, self.positions, self.slots = dev["input_ids"], dev["positions"], dev["slots"]
+        self.seeds, self.steps, self.src = dev["seeds"], dev["steps"], dev["src"]
+        self.seq_lens, self.top_k = dev["seq_lens"], dev["top_k"]
+        self.temperature, self.top_p, self.min_p = dev["temperature"], dev["top_p"], dev["min_p"]
+        self.block_tables = dev["block_tables"]
         self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.pool = None
-
-    def _new_host_set(self) -> tuple[torch.Tensor, ...]:
-        B, MB = self.max_bs, self.max_blocks
-        return (torch.zeros(6 * B, dtype=torch.int64, pin_memory=True),
-                torch.zeros(2 * B, dtype=torch.int32, pin_memory=True),
-                torch.zeros(3 * B, dtype=torch.float32, pin_memory=True),
-                torch.zeros(B, MB, dtype=torch.int32, pin_memory=True))
 
     def _meta(self, bs: int) -> AttentionMetadata:
         # max_seq_len = max_model_len: the kernels' launch shape must cover any context length
@@ -110,34 +103,19 @@ class DecodeGraphRunner:
         """Padding rows [start, end) of the current host set: store nothing, attend to one key, greedy."""
         if start >= end:
             return
-        B = self.max_bs
-        i64, i32, f32, tables = self._host_np[self._set]
-        for k in range(5):
-            i64[k * B + start: k * B + end] = 0
-        i64[2 * B + start: 2 * B + end] = -1  # slot -1: padding rows store nothing
-        i64[5 * B + start: 5 * B + end] = -1
-        i32[start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
-        i32[B + start: B + end] = 0
-        tables[start:end, 0] = 0
-        f32[start:end] = 0.0
-        f32[B + start: B + end] = 1.0
-        f32[2 * B + start: 2 * B + end] = 0.0
+        h = self.staging.host()
+        for name in ("input_ids", "positions", "seeds", "steps", "top_k", "temperature", "min_p"):
+            h[name][start:end] = 0
+        h["slots"][start:end] = -1  # slot -1: padding rows store nothing
+        h["src"][start:end] = -1
+        h["seq_lens"][start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
+        h["top_p"][start:end] = 1.0
+        h["block_tables"][start:end, 0] = 0
 
     def _upload(self, rows: int) -> None:
-        """Copy the current host set to the device (table rows [0, rows) only), then flip sets. The
-        copies are stream-ordered after the previous replay, which may still be reading the inputs."""
-        i64, i32, f32, tables = self._host[self._set]
-        self._i64.copy_(i64, non_blocking=True)
-        self._i32.copy_(i32, non_blocking=True)
-        self._f32.copy_(f32, non_blocking=True)
-        self.block_tables[:rows].copy_(tables[:rows], non_blocking=True)
-        self._host_free[self._set].record()
-        self._set ^= 1
-
-    def _host_set(self) -> tuple:
-        """The host set to fill next, once its previous upload has finished (normally long ago)."""
-        self._host_free[self._set].synchronize()  # returns at once if never recorded
-        return self._host_np[self._set]
+        """One copy of the current host set (block-table rows [0, rows) only), then flip sets. The copy
+        is stream-ordered after the previous replay, which may still be reading the inputs."""
+        self.staging.upload(self.staging.offset("block_tables") + rows * self.max_blocks * 4)
 
     def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
@@ -145,23 +123,27 @@ class DecodeGraphRunner:
         Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run."""
         bs = len(reqs)
         bucket = self.bucket_for(bs)
-        B, bsz = self.max_bs, self.block_size
-        i64, i32, f32, tables = self._host_set()
+        bsz = self.block_size
+        h = self.staging.host()
+        ids, pos_, slots = h["input_ids"], h["positions"], h["slots"]
+        seeds, steps, src = h["seeds"], h["steps"], h["src"]
+        seq_lens, top_k, temp, top_p, min_p = (h[n] for n in ("seq_lens", "top_k", "temperature", "top_p", "min_p"))
+        tables = h["block_tables"]
         for i, r in enumerate(reqs):
             pos = r.num_tokens - 1
             p = r.params
-            i64[i] = r.token_ids[pos]
-            i64[B + i] = pos
-            i64[2 * B + i] = r.block_ids[pos // bsz] * bsz + pos % bsz
-            i64[3 * B + i] = r.sample_seed
-            i64[4 * B + i] = r.num_sampled
-            i64[5 * B + i] = src_rows[i]
-            i32[i] = pos + 1
-            i32[B + i] = p.top_k
+            ids[i] = r.token_ids[pos]
+            pos_[i] = pos
+            slots[i] = r.block_ids[pos // bsz] * bsz + pos % bsz
+            seeds[i] = r.sample_seed
+            steps[i] = r.num_sampled
+            src[i] = src_rows[i]
+            seq_lens[i] = pos + 1
+            top_k[i] = p.top_k
             tables[i, : len(r.block_ids)] = r.block_ids
-            f32[i] = p.temperature
-            f32[B + i] = p.top_p
-            f32[2 * B + i] = p.min_p
+            temp[i] = p.temperature
+            top_p[i] = p.top_p
+            min_p[i] = p.min_p
         self._fill_padding(bs, bucket)
         self._upload(bucket)
         self.graphs[bucket].replay()

@@ -65,7 +65,9 @@ class LLMEngine:
         self.runner = ModelRunner(self.model, self.spec, block_size=config.block_size, device=self.device,
                                   dtype=self.dtype,
                                   max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
-                                  max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager)
+                                  max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager,
+                                  prefill_graph_tokens=min(config.prefill_graph_max_tokens,
+                                                           config.max_num_batched_tokens, self.max_model_len))
         num_blocks = self._num_blocks()
         t_warm = time.perf_counter()
         if num_blocks * config.block_size < self.max_model_len:
@@ -75,7 +77,7 @@ class LLMEngine:
         self.runner.allocate_kv(num_blocks)
         t_end = time.perf_counter()
         # start-up phases (s): weights + tokenizer; warm-up (kernel tuning / compiles, memory profile);
-        # KV-cache allocation + decode-graph capture
+        # KV-cache allocation + decode- and prefill-graph capture
         self.startup = dict(load_s=t_load - t0, warmup_s=t_warm - t_load, kv_and_graphs_s=t_end - t_warm,
                             total_s=t_end - t0)
         log.info("engine ready in %.1f s (load %.1f, warm-up %.1f, KV cache + graphs %.1f)", self.startup["total_s"],

@@ -18,6 +18,8 @@ from tachyon.engine.sampler import Sampler, SampleResult, compute_logprobs, logp
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 
+PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
+
 
 @dataclass
 class PendingStep:
@@ -48,7 +50,8 @@ class ModelRunner:
     """Owns the KV-cache tensors (allocated once by `allocate_kv`) and, on CUDA, the decode graphs."""
 
     def __init__(self, model: torch.nn.Module, spec: ModelSpec, *, block_size: int, device: torch.device,
-                 dtype: torch.dtype, max_num_seqs: int, max_model_len: int, use_cuda_graphs: bool):
+                 dtype: torch.dtype, max_num_seqs: int, max_model_len: int, use_cuda_graphs: bool,
+                 prefill_graph_tokens: int = 0):
         self.model = model
         self.spec = spec
         self.block_size = block_size
@@ -61,6 +64,9 @@ class ModelRunner:
         self.num_blocks = 0
         self.sampler = Sampler()
         self.graphs = None
+        # graphed prefill needs at least one 16-token bucket to be worth capturing
+        self.prefill_graph_tokens = prefill_graph_tokens if self.use_cuda_graphs and prefill_graph_tokens >= 16 else 0
+        self.prefill_graphs = None
         # overlap feed: the last decode step's sampled tokens stay on the device; rows by request
         self.last_tokens = torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, device=device)
         self._prev_rows: dict[int, int] = {}
@@ -79,6 +85,13 @@ class ModelRunner:
         return DecodeGraphRunner(self.model, max_batch=self.max_num_seqs, max_model_len=self.max_model_len,
                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
                                  last_tokens=self.last_tokens)
+
+    def _prefill_graph_runner(self):
+        from tachyon.engine.prefill_graph import PrefillGraphRunner
+
+        return PrefillGraphRunner(self.model, max_tokens=self.prefill_graph_tokens,
+                                  max_seqs=min(PREFILL_GRAPH_SEQS, self.max_num_seqs), max_model_len=self.max_model_len,
+                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
         """Compile, in parallel, the Triton kernels of the profile step and of every decode-graph bucket:
@@ -136,9 +149,17 @@ class ModelRunner:
             before = torch.cuda.memory_reserved()
             probe = self._graph_runner()
             probe.capture([probe.max_bs])
+            probe_prefill = None
+            if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
+                probe_prefill = self._prefill_graph_runner()
+                probe_prefill.token_buckets = [probe_prefill.max_tokens]
+                probe_prefill.seq_buckets = [probe_prefill.max_seqs]
+                probe_prefill.capture(pool=probe.pool)
             graph_bytes = max(0, torch.cuda.memory_reserved() - before)
             probe.release()
-            del probe
+            if probe_prefill is not None:
+                probe_prefill.release()
+            del probe, probe_prefill
         self.model.bind_kv_cache([])
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
@@ -156,6 +177,9 @@ class ModelRunner:
         if self.use_cuda_graphs:
             self.graphs = self._graph_runner()
             self.graphs.capture()
+            if self.prefill_graph_tokens:
+                self.prefill_graphs = self._prefill_graph_runner()
+                self.prefill_graphs.capture(pool=self.graphs.pool)
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
@@ -164,6 +188,8 @@ class ModelRunner:
         if self.graphs is not None and self._graph_eligible(sched):  # sync path: inputs all on the host
             logits, tokens = self.graphs.run(sched.requests, [-1] * len(sched.requests))
             return StepResult(sched.requests, self.sampler(logits, sched.requests, drawn=tokens))
+        if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
+            return self._execute_prefill_graph(sched)
         batch = build_batch(sched, self.block_size, self.device)
         hidden = self.model(batch.input_ids, batch.positions, batch.meta)
         self._prompt_logprobs(sched, hidden, batch.meta.query_start_loc.tolist())
@@ -172,6 +198,18 @@ class ModelRunner:
             return StepResult([], SampleResult([], []))
         logits = self.model.compute_logits(hidden[batch.logits_rows])
         return StepResult(sampled, self.sampler(logits, sampled))
+
+    def _execute_prefill_graph(self, sched: SchedulerOutput) -> StepResult:
+        logits, tokens = self.prefill_graphs.run(sched)
+        idx = [i for i, (r, n) in enumerate(zip(sched.requests, sched.num_new_tokens))
+               if r.num_computed_tokens + n == r.num_tokens]  # chunks that reach their last token sample
+        if not idx:
+            return StepResult([], SampleResult([], []))
+        sampled = [sched.requests[i] for i in idx]
+        if len(idx) < len(sched.requests):
+            sel = torch.tensor(idx, device=self.device)
+            logits, tokens = logits[sel], tokens[sel]
+        return StepResult(sampled, self.sampler(logits, sampled, drawn=tokens))
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch whose sampling needs no host-side logits work."""

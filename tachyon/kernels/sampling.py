@@ -60,6 +60,7 @@ CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search
 SEARCH_WAYS = 8  # thresholds tested per pass of the exact search
 HIST_BINS = 1024  # bins of each histogram level
 MAX_CHUNKS = 256  # vocab chunks per row (programs per row of the chunked kernels)
+PROGRAMS_PER_SM = 4  # chunked kernels: about this many programs per SM over the batch
 STREAM_BLOCK = 1024  # logits per block of the streaming loops (chunks are multiples of it)
 _MASK63 = (1 << 63) - 1
 
@@ -136,7 +137,7 @@ def sample_triton(
     key_thr, s_min = thresholds
     NB, cap = HIST_BINS, CANDIDATES
     BLOCK = min(STREAM_BLOCK, max(16, next_pow2(V)))
-    nchunk = max(1, min(triton.cdiv(V, BLOCK), triton.cdiv(4 * sm_count(dev), B), MAX_CHUNKS))
+    nchunk = max(1, min(triton.cdiv(V, BLOCK), triton.cdiv(PROGRAMS_PER_SM * sm_count(dev), B), MAX_CHUNKS))
     chunk = triton.cdiv(triton.cdiv(V, nchunk), BLOCK) * BLOCK
     nchunk = triton.cdiv(V, chunk)
     f32 = torch.empty(B * (3 * nchunk + 8) + B * cap, dtype=torch.float32, device=dev)

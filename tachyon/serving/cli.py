@@ -23,6 +23,7 @@ _ENGINE_FLAGS = (
     "kv_cache_memory_gb",
     "block_size",
     "seed",
+    "prefill_graph_max_tokens",
 )
 
 
@@ -50,6 +51,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--enforce-eager", action="store_true", default=None)
+    m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
+                   help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
     s = p.add_argument_group("HTTP server and guards")
     s.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     s.add_argument("--port", type=int, default=8000)

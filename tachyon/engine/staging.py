@@ -1,0 +1,62 @@
+"""Host -> device staging of a graph's per-step inputs: one pinned region, one copy per step.
+
+Contract: `StagingBuffers` packs named, typed fields into one byte region on the host (pinned on
+CUDA) and one on the device. `host()` returns numpy views of the next host set to fill (two sets
+alternate, and a set is handed out only after its previous upload finished), `upload(n)` copies the
+first n bytes of that set to the device in one stream-ordered copy and flips sets; `device[name]` are
+the device views the captured graphs read. Put a field whose tail may be skipped (block tables) last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+_ALIGN = 16
+
+
+class StagingBuffers:
+    def __init__(self, fields: list[tuple[str, torch.dtype, tuple[int, ...]]], device: torch.device):
+        self.offsets: dict[str, int] = {}
+        self.shapes = {name: shape for name, _, shape in fields}
+        off = 0
+        for name, dtype, shape in fields:
+            off = -(-off // _ALIGN) * _ALIGN
+            self.offsets[name] = off
+            off += int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+        self.nbytes = -(-off // _ALIGN) * _ALIGN
+        self._dtypes = {name: dtype for name, dtype, _ in fields}
+        cuda = device.type == "cuda"
+        self._host = [torch.zeros(self.nbytes, dtype=torch.uint8, pin_memory=cuda) for _ in range(2)]
+        self._host_np = [{n: v.numpy() for n, v in self._views(h).items()} for h in self._host]
+        self._free = [torch.cuda.Event() if cuda else None for _ in range(2)]
+        self._dev = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        self.device = self._views(self._dev)
+        self._set = 0
+
+    def _views(self, region: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = {}
+        for name, off in self.offsets.items():
+            dtype, shape = self._dtypes[name], self.shapes[name]
+            n = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+            out[name] = region[off: off + n].view(dtype).view(shape)
+        return out
+
+    def offset(self, name: str) -> int:
+        return self.offsets[name]
+
+    def host(self) -> dict[str, np.ndarray]:
+        """numpy views of the host set to fill next (waits for its previous upload: normally long done)."""
+        ev = self._free[self._set]
+        if ev is not None:
+            ev.synchronize()  # returns at once if never recorded
+        return self._host_np[self._set]
+
+    def upload(self, nbytes: int | None = None) -> None:
+        """Copy the first `nbytes` (default: all) of the current host set to the device, then flip sets."""
+        n = self.nbytes if nbytes is None else nbytes
+        self._dev[:n].copy_(self._host[self._set][:n], non_blocking=True)
+        ev = self._free[self._set]
+        if ev is not None:
+            ev.record()
+        self._set ^= 1
