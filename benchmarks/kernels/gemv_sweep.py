@@ -43,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
     ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
+    ap.add_argument("--ms", default=f"1,{SMALL_M}", help="row counts to sweep (1 and/or SMALL_M)")
     args = ap.parse_args()
     rows = []
     for shape in args.shapes.split(","):
@@ -51,7 +52,7 @@ def main() -> None:
             b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
             weights = [w] + [w.clone() for _ in range(max(0, -(-(160 << 20) // (w.numel() * 2)) - 1))]
             nbytes = w.numel() * 2
-            for m in (1, SMALL_M):
+            for m in (int(v) for v in args.ms.split(",")):
                 x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
                 res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
                 res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)

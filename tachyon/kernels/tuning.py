@@ -4,10 +4,10 @@ candidates of shapes never seen on this GPU model.
 Contract: `lookup(key)` returns (True, choice) for a known key — the choice may be None (cuBLAS) — or
 (False, None); `remember(key, choice)` records a fresh measurement in the user cache
 (~/.cache/tachyon/kernel_tuning.json, or $TACHYON_CACHE_DIR; written atomically, best effort). A key
-names the GPU model, torch and triton versions, the candidate lists (a fingerprint: changing them
-invalidates every entry), dtype, weight shape, bias, prologue and row count. Lookups consult the user
-cache, then the table shipped for the GPU model (tachyon/kernels/tuned/<gpu>.json, measured with the
-same fingerprint); TACHYON_RETUNE=1 ignores both.
+names the GPU model, torch and triton versions, the candidate lists of its kind (a fingerprint:
+changing them invalidates that kind's entries), dtype, weight shape, bias, prologue and row count.
+Lookups consult the user cache, then the table shipped for the GPU model
+(tachyon/kernels/tuned/<gpu>.json, measured with the same fingerprints); TACHYON_RETUNE=1 ignores both.
 """
 
 from __future__ import annotations
@@ -25,11 +25,17 @@ _USER: dict[str, object] | None = None
 _SHIPPED: dict[str, dict[str, object]] = {}
 
 
-def fingerprint() -> str:
-    """Hash of every candidate list and the kernels' version: entries measured against other candidates
-    or older kernel code are not reused."""
+def fingerprint(kind: str = "m1") -> str:
+    """Hash of the candidate lists a decision of this kind was made among, and the kernels' version:
+    entries measured against other candidates or older kernel code are not reused. Kinds: "m1" (GEMV),
+    "m1+<prologue>" (fused GEMV, chosen against the plain one), "m<SMALL_M>" (skinny GEMM)."""
     gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
-    lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.SMALL_CONFIGS, gemv.SMALL_M, gemv.KERNEL_VERSION)
+    if kind == "m1":
+        lists: tuple = (gemv.CONFIGS, gemv.KERNEL_VERSION)
+    elif kind.startswith("m1+"):
+        lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.KERNEL_VERSION)
+    else:
+        lists = (gemv.SMALL_CONFIGS, gemv.SMALL_M, gemv.KERNEL_VERSION)
     return hashlib.sha1(repr(lists).encode()).hexdigest()[:12]
 
 
@@ -44,7 +50,7 @@ def make_key(w: torch.Tensor, bias: bool, kind: str) -> str:
     tv = ".".join(triton.__version__.split(".")[:2])
     tt = ".".join(torch.__version__.split(".")[:2])
     dt = str(w.dtype).removeprefix("torch.")
-    return f"{fingerprint()}|torch{tt}|triton{tv}|{dt}|{w.shape[0]}x{w.shape[1]}|bias={int(bias)}|{kind}"
+    return f"{fingerprint(kind)}|torch{tt}|triton{tv}|{dt}|{w.shape[0]}x{w.shape[1]}|bias={int(bias)}|{kind}"
 
 
 def _user_path() -> Path:
