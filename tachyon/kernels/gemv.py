@@ -166,11 +166,11 @@ SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few
 # warpgroup MMA applies and the x rows are only its 16-wide N side), optionally split over K: fp32
 # partials [SPLIT_K, M, N] summed in split order by a second kernel (deterministic).
 SmallConfig = tuple[int, int, int, int, int, int]
-# the four that won on the H200 sweep (of nine tried: gemv_sweep_h200.json), plus narrower row blocks and
-# deeper K splits (more programs in flight: the 7B skinny GEMMs ran at 88-94% of the copy floor)
+# the four that won on the H200 sweep (of nine tried: gemv_sweep_h200.json). Narrower row blocks (32) and
+# deeper K splits (8) lost on every 7B shape; on 0.6B o_proj a 32-row block won standalone (4.5 vs 4.7 us)
+# but made the real B=8 step slower (1.19 vs 1.14 ms), so they are not candidates (gemv_sweep_m8_h200.json)
 SMALL_CONFIGS: tuple[SmallConfig, ...] = ((0, 32, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1), (1, 64, 128, 4, 4, 1),
-                                          (1, 64, 128, 4, 4, 4), (1, 32, 128, 4, 4, 1), (1, 32, 128, 4, 4, 4),
-                                          (1, 32, 256, 4, 3, 2), (1, 64, 128, 4, 4, 8), (1, 32, 128, 4, 4, 8))
+                                          (1, 64, 128, 4, 4, 4))
 
 
 @triton.jit

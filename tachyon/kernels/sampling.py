@@ -19,7 +19,7 @@ with C = min(V / 1024, PROGRAMS_PER_SM * SMs / B) (every program reads its chunk
  1. stats:  greedy rows -> the chunk's argmax; unfiltered rows -> the chunk's Gumbel race winner (their
             work ends here); filtered rows -> the chunk's max and min finite s.
  2. hist:   m, bin width w = (m - min s) / NB, s_min; top-k / top-p rows: the chunk's count histogram of
-            q = (m - s) / w over NB = 256 bins (tl.histogram) and its mass sum(exp(s - m)).
+            q = (m - s) / w over NB = 512 bins (tl.histogram) and its mass sum(exp(s - m)).
  3. select: each program reads the row's histogram and brackets the thresholds: top-k's bin is exact
             (counts); the bins that can hold top-p's are bracketed by per-bin mass bounds
             count * exp(-q w) (cumulated from the top, and from the total mass at the bottom).
@@ -59,9 +59,11 @@ GREEDY_EPS = 1e-5
 CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search
 SEARCH_WAYS = 8  # thresholds tested per pass of the exact search
 # bins of each histogram level: fewer bins cost fewer histogram and cumsum operations per token but
-# widen the brackets; on the H200, B=8 top-p 0.9 took 104 / 70 / 66-72 us and B=256 1.9 / 1.0 / 0.92 ms
-# at 1024 / 512 / 256 bins, flat and peaked logits alike, all on the direct path (sample_timing.py)
-HIST_BINS = 256
+# widen the brackets. H200, synthetic logits (sample_timing.py): B=8 top-p 0.9 104 / 70 / 66-72 us and
+# B=256 1.9 / 1.0 / 0.92 ms at 1024 / 512 / 256 bins. On the Qwen2.5-7B dummy model's own logits (seed8,
+# B=8, T 0.7, top-p 0.9) the step took 4.33 / 4.31 / 4.57 ms: at 256 bins its brackets overflow the
+# candidates and rows take the slower refine pass. 512 is the best of both.
+HIST_BINS = 512
 MAX_CHUNKS = 256  # vocab chunks per row (programs per row of the chunked kernels)
 PROGRAMS_PER_SM = 4  # chunked kernels: about this many programs per SM over the batch
 STREAM_BLOCK = 1024  # logits per block of the streaming loops (chunks are multiples of it)
