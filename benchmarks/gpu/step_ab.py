@@ -21,7 +21,7 @@ import torch  # noqa: E402
 from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
-BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto"}
+BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -33,6 +33,8 @@ VARIANTS = {
     "fuse_none": ({}, "none"),
     "fuse_silu": ({}, "silu"),
     "fuse_norm": ({}, "rmsnorm"),
+    # per-layer L2 prefetch of o_proj / MLP weights on a side stream during attention (MB per layer)
+    **{f"l2pf{mb}": ({"TACHYON_L2_PREFETCH_MB": str(mb)}, None) for mb in (0, 8, 16, 24, 32, 48, 64)},
 }
 
 

@@ -25,8 +25,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "fused_qkv", "gemv", "rmsnorm", "rotary", "sampling", "store_kv")
-TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64"}
+MODULES = ("activation", "attention", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary", "sampling", "store_kv")
+TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
 RESULTS: list[tuple[str, bool, str]] = []
 
 
@@ -96,6 +96,7 @@ def launch_all() -> None:
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
     K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
                       t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)
+    K.l2_prefetch_triton(t(torch.bfloat16, 3584, 3584), 3584 * 3584 * 2)
     for b in (8, 256):
         f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))
         K.sample_triton(f32b(b, 152064), f32b(b), i32b(b), f32b(b), f32b(b), i64b(b), i64b(b))

@@ -10,6 +10,8 @@ Graphs bake in the KV-cache tensors' addresses: capture after the cache is alloc
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from tachyon import kernels
@@ -18,6 +20,10 @@ from tachyon.engine.request import Request
 from tachyon.engine.staging import StagingBuffers
 
 BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+# buckets up to this size prefetch each layer's o_proj / MLP weights into L2 during its attention
+# (models/prefetch.py), TACHYON_L2_PREFETCH_MB of them per layer (read at capture; 0: off)
+L2_PREFETCH_MAX_BATCH = 16
+L2_PREFETCH_MB = 0
 
 
 class DecodeGraphRunner:
@@ -59,7 +65,14 @@ class DecodeGraphRunner:
         # a row whose input token is still on the device (src >= 0) reads it from the last step's output
         src = self.src[:bs]
         ids = torch.where(src >= 0, self.last_tokens[src.clamp(min=0)], self.input_ids[:bs])
-        hidden = self.model(ids, self.positions[:bs], self._meta(bs))
+        prefetcher = getattr(self.model, "prefetcher", None)
+        if prefetcher is not None and bs <= L2_PREFETCH_MAX_BATCH:
+            prefetcher.budget_bytes = int(float(os.environ.get("TACHYON_L2_PREFETCH_MB", L2_PREFETCH_MB)) * 2**20)
+        try:
+            hidden = self.model(ids, self.positions[:bs], self._meta(bs))
+        finally:
+            if prefetcher is not None:
+                prefetcher.budget_bytes = 0
         logits = self.model.compute_logits(hidden).float()
         tokens = kernels.sample(logits, self.temperature[:bs], self.top_k[:bs], self.top_p[:bs], self.min_p[:bs],
                                 self.seeds[:bs], self.steps[:bs])

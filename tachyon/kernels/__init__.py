@@ -21,6 +21,7 @@ from tachyon.kernels.gemv import (
     silu_gemv_triton,
 )
 from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_small_config
+from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
@@ -142,6 +143,14 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
 
+def l2_prefetch(t: torch.Tensor, nbytes: int) -> None:
+    """Hint: bring t's first nbytes into L2 (CUDA, sm_90+); a no-op elsewhere. Changes no memory."""
+    if use_triton(t) and torch.cuda.get_device_capability(t.device)[0] >= 9:
+        l2_prefetch_triton(t, nbytes)
+    else:
+        l2_prefetch_ref(t, nbytes)
+
+
 def sample(
     logits: torch.Tensor,
     temperature: torch.Tensor,
@@ -180,6 +189,9 @@ __all__ = [
     "silu_gemv_ref",
     "silu_gemv_triton",
     "sample",
+    "l2_prefetch",
+    "l2_prefetch_ref",
+    "l2_prefetch_triton",
     "store_kv_ref",
     "store_kv_triton",
     "attention_ref",

@@ -15,6 +15,7 @@ from torch import nn
 
 from tachyon import kernels
 from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
+from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
 
 
@@ -62,8 +63,9 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, prefetcher: WeightPrefetcher | None = None):
         super().__init__()
+        self.prefetcher = prefetcher
         self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
         self.self_attn = Attention(spec)
         self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
@@ -73,6 +75,9 @@ class DecoderLayer(nn.Module):
 
     def forward(self, positions, x, residual, meta):
         qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
+        if self.prefetcher is not None and self.prefetcher.budget_bytes > 0:
+            self.prefetcher.after_qkv([self.self_attn.o_proj.weight, self.mlp.gate_up_proj.weight,
+                                       self.mlp.down_proj.weight])
         h = self.self_attn(positions, qkv, meta)
         gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h, residual)
         return self.mlp(gate_up), residual
@@ -93,7 +98,8 @@ class DecoderForCausalLM(nn.Module):
         self.spec = spec
         self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size)
         self.embed_tokens.weight.requires_grad_(False)
-        self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(spec.num_layers))
+        self.prefetcher = WeightPrefetcher()  # off unless the decode-graph runner gives it a budget
+        self.layers = nn.ModuleList(DecoderLayer(spec, self.prefetcher) for _ in range(spec.num_layers))
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
         self.lm_head = None if spec.tie_word_embeddings else Linear(spec.hidden_size, spec.vocab_size)
 
@@ -113,6 +119,7 @@ class DecoderForCausalLM(nn.Module):
         residual = None
         for layer in self.layers:
             x, residual = layer(positions, x, residual, meta)
+        self.prefetcher.join()
         x, _ = self.norm(x, residual)
         return x
 
