@@ -1,0 +1,93 @@
+"""Where a workload's time goes, step by step: runs one standard workload on the engine and records each
+engine step's wall time with what it ran (a launched decode batch and its graph bucket, or a synchronous
+prefill / mixed step and its token count). With overlap scheduling a step's wall time is the GPU time of
+one step whenever the GPU is the bottleneck. Prints and writes totals per kind and per decode bucket.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/step_timeline.py --shape qwen2.5-7b --workload nano256 --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
+from tachyon import LLM, SamplingParams  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="qwen2.5-7b")
+    ap.add_argument("--workload", default="nano256")
+    ap.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    ap.add_argument("--load-format", default="dummy")
+    ap.add_argument("--limit", type=int, default=None, help="first N requests only")
+    ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--out", default="out")
+    args = ap.parse_args()
+    llm = LLM(args.shape, load_format=args.load_format, max_model_len=args.max_model_len,
+              max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=512)
+    eng, runner = llm.engine, llm.engine.runner
+    reqs = load_workload(args.workload)[: args.limit]
+    llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
+    last: dict = {}
+    orig_launch, orig_execute = runner.launch, runner.execute
+
+    def launch(sched):
+        last.update(kind="decode", bs=len(sched.requests), tokens=len(sched.requests),
+                    bucket=runner.graphs.bucket_for(len(sched.requests)) if runner.graphs else None)
+        return orig_launch(sched)
+
+    def execute(sched):
+        decode = all(n == 1 for n in sched.num_new_tokens)
+        last.update(kind="decode_sync" if decode else "prefill_mixed", bs=len(sched.requests),
+                    tokens=sched.total_tokens, bucket=None)
+        return orig_execute(sched)
+
+    runner.launch, runner.execute = launch, execute
+    for i, r in enumerate(reqs):
+        eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], ignore_eos=True))
+    steps = []
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    t0 = prev = time.perf_counter()
+    while eng.has_unfinished():
+        last.clear()
+        eng.step(finished_only=True)
+        now = time.perf_counter()
+        steps.append(dict(ms=1e3 * (now - prev), **last))
+        prev = now
+    total = time.perf_counter() - t0
+    by_kind: dict = defaultdict(lambda: dict(steps=0, ms=0.0, tokens=0))
+    by_bucket: dict = defaultdict(lambda: dict(steps=0, ms=0.0, rows=0))
+    for s in steps:
+        k = by_kind[s.get("kind", "drain")]
+        k["steps"] += 1
+        k["ms"] += s["ms"]
+        k["tokens"] += s.get("tokens", 0)
+        if s.get("kind") == "decode":
+            b = by_bucket[s["bucket"]]
+            b["steps"] += 1
+            b["ms"] += s["ms"]
+            b["rows"] += s["bs"]
+    for b in by_bucket.values():
+        b["mean_ms"] = b["ms"] / b["steps"]
+    res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), by_kind=by_kind,
+               by_bucket=dict(sorted(by_bucket.items())),
+               gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
+    print(json.dumps(res, indent=1), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"step_timeline_{Path(args.shape).name}_{args.workload}.json").write_text(json.dumps(dict(res, raw=steps)))
+
+
+if __name__ == "__main__":
+    main()
