@@ -53,9 +53,21 @@ def main() -> None:
         return orig_execute(sched)
 
     runner.launch, runner.execute = launch, execute
+    compiles: list[dict] = []  # Triton kernels compiled (or loaded from disk) during the timed run
+
+    def on_compile(*_, repr=None, **__):
+        compiles.append(dict(step=len(steps), t=time.perf_counter(), kernel=str(repr)[:300]))
+        return None  # None: let Triton compile
+
+    try:
+        from triton import knobs
+
+        knobs.runtime.jit_cache_hook = on_compile
+    except (ImportError, AttributeError):
+        pass
     for i, r in enumerate(reqs):
         eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], ignore_eos=True))
-    steps = []
+    steps: list[dict] = []
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     t0 = prev = time.perf_counter()
@@ -80,7 +92,8 @@ def main() -> None:
             b["rows"] += s["bs"]
     for b in by_bucket.values():
         b["mean_ms"] = b["ms"] / b["steps"]
-    res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), by_kind=by_kind,
+    res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), compiles=compiles,
+               by_kind=by_kind,
                by_bucket=dict(sorted(by_bucket.items())),
                gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     print(json.dumps(res, indent=1), flush=True)

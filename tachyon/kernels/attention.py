@@ -121,7 +121,9 @@ def _decode_split(
     return o, m_i, l_i
 
 
-@triton.jit(do_not_specialize=["num_splits"])
+# stride_bt (the block-table width of an eager step) changes from step to step: specialising on its
+# divisibility would compile a second variant mid-serving (a 6 s stall seen in a 7B nano256 run)
+@triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_kernel(
     q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
     qsl_ptr, seq_lens_ptr, bt_ptr, scale,
@@ -199,7 +201,7 @@ def _split_reduce_kernel(
     tl.store(out_ptr + tok * stride_ot + h * stride_oh + d, res.to(out_ptr.dtype.element_ty), mask=d < D)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["stride_bt"])  # varies per eager step (see _decode_kernel)
 def _prefill_kernel(
     q_ptr, cache_ptr, out_ptr, qsl_ptr, seq_lens_ptr, bt_ptr, scale,
     stride_qt, stride_qh, stride_ot, stride_oh,
