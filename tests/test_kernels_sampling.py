@@ -252,3 +252,18 @@ def test_sampling_batch_independent_and_seeded():
     first = K.sample_triton(logits, **plain)
     plain["steps"] += 1
     assert not torch.equal(first, K.sample_triton(logits, **plain))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+def test_scratch_segments_start_16_byte_aligned(dtype):
+    """Triton specialises pointer arguments on 16-byte alignment: scratch segments must be aligned whatever
+    the batch size, or an unusual B compiles another kernel variant in the middle of serving."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    sizes = [2 * 13 * 41, 13 * 41, 8 * 13, 3, 13 * 4096]
+    segs = sampling._aligned_split(dtype, sizes, torch.device("cpu"))
+    assert [s.numel() for s in segs] == sizes
+    assert all(s.data_ptr() % 16 == 0 for s in segs)
+    base = segs[0].data_ptr()
+    assert [s.data_ptr() - base for s in segs] == sorted(s.data_ptr() - base for s in segs), "no overlap, in order"
+    for a, b in zip(segs, segs[1:]):
+        assert a.data_ptr() + a.numel() * a.element_size() <= b.data_ptr()

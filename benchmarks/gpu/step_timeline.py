@@ -65,8 +65,10 @@ def main() -> None:
         knobs.runtime.jit_cache_hook = on_compile
     except (ImportError, AttributeError):
         pass
+    temp, top_p = (0.7, 0.9) if args.workload == "seed8" else (0.0, 1.0)  # as engine_smoke.py
     for i, r in enumerate(reqs):
-        eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], ignore_eos=True))
+        eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], temperature=temp,
+                                                                       top_p=top_p, seed=i, ignore_eos=True))
     steps: list[dict] = []
     if torch.cuda.is_available():
         torch.cuda.synchronize()
