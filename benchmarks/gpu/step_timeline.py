@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--load-format", default="dummy")
     ap.add_argument("--limit", type=int, default=None, help="first N requests only")
     ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--temperature", type=float, default=None, help="override the workload's sampling (top-p 1)")
     ap.add_argument("--out", default="out")
     args = ap.parse_args()
     llm = LLM(args.shape, load_format=args.load_format, max_model_len=args.max_model_len,
@@ -66,6 +67,8 @@ def main() -> None:
     except (ImportError, AttributeError):
         pass
     temp, top_p = (0.7, 0.9) if args.workload == "seed8" else (0.0, 1.0)  # as engine_smoke.py
+    if args.temperature is not None:
+        temp, top_p = args.temperature, 1.0
     for i, r in enumerate(reqs):
         eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], temperature=temp,
                                                                        top_p=top_p, seed=i, ignore_eos=True))
@@ -101,7 +104,9 @@ def main() -> None:
     print(json.dumps(res, indent=1), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"step_timeline_{Path(args.shape).name}_{args.workload}.json").write_text(json.dumps(dict(res, raw=steps)))
+    tag = "" if args.temperature is None else f"_t{args.temperature:g}"
+    path = out / f"step_timeline_{Path(args.shape).name}_{args.workload}{tag}.json"
+    path.write_text(json.dumps(dict(res, raw=steps)))
 
 
 if __name__ == "__main__":

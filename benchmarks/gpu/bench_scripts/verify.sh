@@ -1,9 +1,14 @@
-# One H200 call: the 7B nano256 step timeline with Triton compile logging (after stride_bt stopped being
-# specialised), then the Qwen3-0.6B workloads with greedy parity (its JSON was cut from final.sh's output).
+# One H200 call: the 7B nano256 step timeline with Triton compile logging, sampled at temperature 1 (the
+# run where an unaligned sampler scratch compiled new variants mid-run) and greedy (as engine_smoke).
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/verify.sh  (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
-timeout 100 python3 benchmarks/gpu/step_timeline.py --shape qwen2.5-7b --workload nano256 --out $OUT 2>&1 \
-  | grep -v -i warn | head -30
-mkdir -p $OUT/smoke
-timeout 150 python3 benchmarks/gpu/engine_smoke.py --shapes qwen3-0.6b --parity --out $OUT/smoke 2>&1 | grep -v -i warn | tail -6
+for t in "--temperature 1.0" ""; do
+  timeout 100 python3 benchmarks/gpu/step_timeline.py --shape qwen2.5-7b --workload nano256 $t --out $OUT > /dev/null 2>&1
+done
+python3 -c "
+import json, glob
+for f in sorted(glob.glob('$OUT/step_timeline_*.json')):
+    d = json.load(open(f))
+    print(f.split('/')[-1], round(d['total_s'], 2), 'compiles:', [c['kernel'][:40] for c in d['compiles']], d['by_kind'])
+"
