@@ -28,7 +28,12 @@ def main() -> None:
     t0 = time.perf_counter()
     llm = LLM(args.shape, load_format="dummy")
     wall = time.perf_counter() - t0
-    res = dict(shape=args.shape, wall_s=wall, triton_cache_entries_before=cached, **llm.engine.startup)
+    import torch
+    import triton
+
+    env = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
+               triton=triton.__version__, git=os.environ.get("GIT_SHA") or os.environ.get("TACHYON_GIT_SHA"))
+    res = dict(shape=args.shape, wall_s=wall, triton_cache_entries_before=cached, env=env, **llm.engine.startup)
     print(json.dumps(res), flush=True)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -100,7 +101,8 @@ def main() -> None:
     res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), compiles=compiles,
                by_kind=by_kind,
                by_bucket=dict(sorted(by_bucket.items())),
-               gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
+               gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+               torch=torch.__version__, git=os.environ.get("GIT_SHA") or os.environ.get("TACHYON_GIT_SHA"))
     print(json.dumps(res, indent=1), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Environment capture for results: GPU, driver, CUDA, library versions, git sha. Never raises.
 
-Without a git checkout (a copied tree on a remote GPU) the sha comes from $TACHYON_GIT_SHA."""
+$TACHYON_GIT_SHA, when set, names the sha (a copied tree on a remote GPU may carry no .git, or a stale one);
+otherwise `git rev-parse HEAD`."""
 
 from __future__ import annotations
 
@@ -64,8 +65,9 @@ def capture_env() -> Environment:
                       torch=_version("torch"), triton=_version("triton"),
                       transformers=_version("transformers"), vllm=_version("vllm"),
                       tachyon=_version("tachyon") or _tachyon_version())
-    sha = _git("rev-parse", "HEAD")
-    env.git_sha = sha or os.environ.get("TACHYON_GIT_SHA")  # copies without .git (remote GPU runs)
+    override = os.environ.get("TACHYON_GIT_SHA")
+    sha = None if override else _git("rev-parse", "HEAD")
+    env.git_sha = override or sha
     if sha:
         env.git_dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     try:
