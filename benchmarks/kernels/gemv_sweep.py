@@ -8,6 +8,7 @@ Usage (GPU machine, repo root): python3 benchmarks/kernels/gemv_sweep.py --out $
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 from pathlib import Path
@@ -44,10 +45,16 @@ def main() -> None:
     ap.add_argument("--out", default="out")
     ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
     ap.add_argument("--ms", default=f"1,{SMALL_M}", help="row counts to sweep (1 and/or SMALL_M)")
+    ap.add_argument("--small-configs", default=None,
+                    help="skinny-GEMM candidates to time instead of SMALL_CONFIGS, e.g. '[(1,16,256,1,1,1)]'")
+    ap.add_argument("--projs", default="qkv,o,gate_up,down")
     args = ap.parse_args()
+    small = tuple(ast.literal_eval(args.small_configs)) if args.small_configs else SMALL_CONFIGS
     rows = []
     for shape in args.shapes.split(","):
         for name, (n, k, bias) in projections(shape).items():
+            if name not in args.projs.split(","):
+                continue
             w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
             b = torch.randn(n, device="cuda", dtype=torch.bfloat16) if bias else None
             weights = [w] + [w.clone() for _ in range(max(0, -(-(160 << 20) // (w.numel() * 2)) - 1))]
@@ -57,7 +64,7 @@ def main() -> None:
                 res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
                 res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)
                 res["configs"] = {}
-                for cfg in CONFIGS if m == 1 else SMALL_CONFIGS:
+                for cfg in CONFIGS if m == 1 else small:
                     kern = gemv_triton if m == 1 else gemm_small_triton
                     try:
                         us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b, kern=kern: kern(x, wi, b, cfg),
@@ -65,7 +72,8 @@ def main() -> None:
                     except Exception as e:  # noqa: BLE001
                         us = f"error: {e}"[:200]
                     res["configs"][str(cfg)] = us
-                res["picked"] = pick_gemv_config(w, b) if m == 1 else pick_small_config(w, b, m)
+                res["picked"] = (pick_gemv_config(w, b) if m == 1 else
+                                 pick_small_config(w, b, m) if args.small_configs is None else None)
                 rows.append(res)
                 best = min((v for v in res["configs"].values() if isinstance(v, float)), default=float("nan"))
                 print(f"{shape:11s} {name:8s} M={m} N={n:6d} K={k:6d} floor {res['floor_us']:7.1f} us  "
