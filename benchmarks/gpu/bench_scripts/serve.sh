@@ -1,5 +1,9 @@
+# One H200 call: `tachyon serve` on the Qwen2.5-7B dummy shape and the serving sweep / SLO max-rate search.
+# Needs .tok: the SmolLM2 tokenizer directory (gitignored, so pass it in `carry` with .whl).
+# Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/serve.sh
 . benchmarks/gpu/bench_scripts/env.sh
-python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer .tok (the SmolLM2 tokenizer directory, carried) --served-model-name qwen2.5-7b-dummy --port 8000 > /tmp/res/server.log 2>&1 &
+python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer .tok \
+  --served-model-name qwen2.5-7b-dummy --port 8000 > /tmp/res/server.log 2>&1 &
 SPID=$!
 python3 - <<'PY'
 import time, httpx
