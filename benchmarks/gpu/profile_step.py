@@ -34,6 +34,17 @@ def replay_ms(graphs, bucket: int, iters: int = 50) -> float:
     return start.elapsed_time(end) / iters
 
 
+def _eager_kernels(graphs, bs: int, steps: int = 3) -> tuple[list[dict], int]:
+    """Kernels of `steps` eager decode steps of bucket `bs` by GPU time (per step), and launches per step."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            graphs._step(bs)
+        torch.cuda.synchronize()
+    ev = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
+    rows = [dict(name=e.key[:80], calls=e.count // steps, us_per_step=e.device_time_total / steps) for e in ev]
+    return rows, sum(e.count for e in ev) // steps
+
+
 def engine_loop(llm: LLM) -> dict:
     """seed8-shaped decode loop (8 prompts, temperature 0.7, top-p 0.9): per engine step the wall time and
     the part spent waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck."""
@@ -97,26 +108,15 @@ def profile_shape(shape: str) -> dict:
     graphs.temperature.zero_()
     graphs.top_p.fill_(1.0)
     res["seed8_loop"] = engine_loop(llm)
-    # host cost of one step without the GPU: time the Python of graphs.run minus replay
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
-            graphs._step(1)
-        torch.cuda.synchronize()
-    rows = []
-    for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:15]:
-        rows.append(dict(name=e.key[:80], calls=e.count // 3, us_per_step=e.device_time_total / 3))
-    res["eager_bs1_kernels"] = rows
-    res["eager_bs1_kernel_launches"] = sum(e.count for e in prof.key_averages()) // 3
+    # per-kernel GPU time of one eager decode step (bs1 greedy; bucket 8 with seed8's sampling)
+    rows, launches = _eager_kernels(graphs, 1)
+    res["eager_bs1_kernels"] = rows[:15]
+    res["eager_bs1_kernel_launches"] = launches
     graphs.temperature[:8] = 0.7
     graphs.top_p[:8] = 0.9
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
-            graphs._step(8)
-        torch.cuda.synchronize()
+    res["eager_b8_top_p_kernels"] = _eager_kernels(graphs, 8)[0][:12]
     graphs.temperature.zero_()
     graphs.top_p.fill_(1.0)
-    res["eager_b8_top_p_kernels"] = [dict(name=e.key[:80], calls=e.count // 3, us_per_step=e.device_time_total / 3)
-                                     for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total)[:12]]
     del llm, graphs
     gc.collect()
     torch.cuda.empty_cache()

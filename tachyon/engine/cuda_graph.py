@@ -26,6 +26,17 @@ L2_PREFETCH_MAX_BATCH = 16
 L2_PREFETCH_MB = 0
 
 
+def capture_step(step, pool):
+    """Run `step()` once (compiles kernels, settles the allocator), then capture it into a CUDA graph in
+    memory pool `pool` (None: a new one). Returns (graph, step's output, the pool)."""
+    step()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, pool=pool):
+        out = step()
+    return g, out, pool if pool is not None else g.pool()
+
+
 class DecodeGraphRunner:
     def __init__(self, model: torch.nn.Module, *, max_batch: int, max_model_len: int, block_size: int,
                  vocab_size: int, device: torch.device, last_tokens: torch.Tensor):
@@ -84,20 +95,13 @@ class DecodeGraphRunner:
         """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
         self.pad_inputs()
         for bs in sorted(buckets or self.buckets, reverse=True):
-            self._step(bs)  # warm-up: compiles kernels, settles the allocator
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, pool=self.pool):
-                self.outputs[bs] = self._step(bs)
-            if self.pool is None:
-                self.pool = g.pool()
-            self.graphs[bs] = g
+            self.graphs[bs], self.outputs[bs], self.pool = capture_step(lambda bs=bs: self._step(bs), self.pool)
         torch.cuda.synchronize()
 
     def pad_inputs(self) -> None:
         """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""
         for _ in range(2):
-            self._fill_padding(0, self.max_bs)
+            self._fill_padding(self.staging.host(), 0, self.max_bs)
             self._upload(self.max_bs)
         torch.cuda.synchronize()
 
@@ -112,11 +116,11 @@ class DecodeGraphRunner:
                 return b
         return None
 
-    def _fill_padding(self, start: int, end: int) -> None:
-        """Padding rows [start, end) of the current host set: store nothing, attend to one key, greedy."""
+    @staticmethod
+    def _fill_padding(h: dict, start: int, end: int) -> None:
+        """Padding rows [start, end) of host set `h`: store nothing, attend to one key, greedy."""
         if start >= end:
             return
-        h = self.staging.host()
         for name in ("input_ids", "positions", "seeds", "steps", "top_k", "temperature", "min_p"):
             h[name][start:end] = 0
         h["slots"][start:end] = -1  # slot -1: padding rows store nothing
@@ -128,7 +132,7 @@ class DecodeGraphRunner:
     def _upload(self, rows: int) -> None:
         """One copy of the current host set (block-table rows [0, rows) only), then flip sets. The copy
         is stream-ordered after the previous replay, which may still be reading the inputs."""
-        self.staging.upload(self.staging.offset("block_tables") + rows * self.max_blocks * 4)
+        self.staging.upload_rows("block_tables", rows)
 
     def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
@@ -157,7 +161,7 @@ class DecodeGraphRunner:
             temp[i] = p.temperature
             top_p[i] = p.top_p
             min_p[i] = p.min_p
-        self._fill_padding(bs, bucket)
+        self._fill_padding(h, bs, bucket)
         self._upload(bucket)
         self.graphs[bucket].replay()
         logits, tokens = self.outputs[bucket]

@@ -22,6 +22,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
+from tachyon.engine.cuda_graph import capture_step
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 
@@ -101,7 +102,7 @@ class PrefillGraphRunner:
             h["temperature"][i], h["top_k"][i], h["top_p"][i], h["min_p"][i] = p.temperature, p.top_k, p.top_p, p.min_p
             h["seeds"][i], h["steps"][i] = r.sample_seed, r.num_sampled
         self._pad(h, off, t, len(sched.requests), b)
-        self.staging.upload(self.staging.offset("block_tables") + b * self.max_blocks * 4)
+        self.staging.upload_rows("block_tables", b)
 
     @staticmethod
     def _pad(h: dict[str, np.ndarray], tokens: int, t: int, seqs: int, b: int) -> None:
@@ -129,28 +130,19 @@ class PrefillGraphRunner:
 
     # ---- capture ------------------------------------------------------------------------------
     @torch.inference_mode()
-    def capture(self, pool=None) -> None:
-        """Capture every (token, sequence) bucket pair, largest first, into `pool` (e.g. the decode
-        graphs' pool: the steps never run concurrently) or a new one."""
+    def capture(self, pool=None, buckets: list[tuple[int, int]] | None = None) -> None:
+        """Capture the given (default: every) (token, sequence) bucket pair, largest first, into `pool`
+        (e.g. the decode graphs' pool: the steps never run concurrently) or a new one."""
         if not self.use_graphs:
             return
         self.pool = pool
         for _ in range(2):  # both host sets: every row padding
-            h = self.staging.host()
-            self._pad(h, 0, self.max_tokens, 0, self.max_seqs)
+            self._pad(self.staging.host(), 0, self.max_tokens, 0, self.max_seqs)
             self.staging.upload()
-        for t in sorted(self.token_buckets, reverse=True):
-            for b in sorted(self.seq_buckets, reverse=True):
-                if b > t:
-                    continue
-                self._step(t, b)  # warm-up: compiles kernels, settles the allocator
-                torch.cuda.synchronize()
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g, pool=self.pool):
-                    self.tokens[(t, b)] = self._step(t, b)
-                if self.pool is None:
-                    self.pool = g.pool()
-                self.graphs[(t, b)] = g
+        keys = buckets or [(t, b) for t in self.token_buckets for b in self.seq_buckets if b <= t]
+        for t, b in sorted(keys, reverse=True):
+            self.graphs[(t, b)], self.tokens[(t, b)], self.pool = capture_step(lambda t=t, b=b: self._step(t, b),
+                                                                               self.pool)
         torch.cuda.synchronize()
 
     def release(self) -> None:

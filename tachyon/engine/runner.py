@@ -152,9 +152,7 @@ class ModelRunner:
             probe_prefill = None
             if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
                 probe_prefill = self._prefill_graph_runner()
-                probe_prefill.token_buckets = [probe_prefill.max_tokens]
-                probe_prefill.seq_buckets = [probe_prefill.max_seqs]
-                probe_prefill.capture(pool=probe.pool)
+                probe_prefill.capture(pool=probe.pool, buckets=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
             graph_bytes = max(0, torch.cuda.memory_reserved() - before)
             probe.release()
             if probe_prefill is not None:

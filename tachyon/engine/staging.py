@@ -45,6 +45,12 @@ class StagingBuffers:
     def offset(self, name: str) -> int:
         return self.offsets[name]
 
+    def upload_rows(self, name: str, rows: int) -> None:
+        """`upload` of every field before `name` (the last field) and its first `rows` rows."""
+        shape = self.shapes[name]
+        row_bytes = int(np.prod(shape[1:])) * torch.empty(0, dtype=self._dtypes[name]).element_size()
+        self.upload(self.offsets[name] + rows * row_bytes)
+
     def host(self) -> dict[str, np.ndarray]:
         """numpy views of the host set to fill next (waits for its previous upload: normally long done)."""
         ev = self._free[self._set]

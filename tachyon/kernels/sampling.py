@@ -53,7 +53,8 @@ uniforms of 4 consecutive indices.
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, require_triton, sm_count, triton
-from tachyon.kernels.sampling_kernels import _finish_kernel, _hist_kernel, _select_kernel, _stats_kernel
+from tachyon.kernels.sampling_finish import _finish_kernel
+from tachyon.kernels.sampling_kernels import _hist_kernel, _select_kernel, _stats_kernel
 
 GREEDY_EPS = 1e-5
 CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search

@@ -15,7 +15,7 @@ def test_fields_round_trip_and_prefix_upload():
     h["lens"][:] = [7, 8, 9]
     h["temp"][:] = [0.5, 1.0, 1.5]
     h["tables"][:] = np.arange(24).reshape(4, 6)
-    st.upload(st.offset("tables") + 2 * 6 * 4)  # only the first two table rows travel
+    st.upload_rows("tables", 2)  # only the first two table rows travel
     d = st.device
     assert d["ids"].tolist() == [-2, -1, 0, 1, 2]
     assert d["lens"].tolist() == [7, 8, 9] and d["temp"].tolist() == [0.5, 1.0, 1.5]
