@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import torch  # noqa: E402
 from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
-BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0"}
+BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0",
+        "TACHYON_GEMV_PERSIST": "0", "TACHYON_GEMM_SMALL_PERSIST": "0"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -34,8 +36,21 @@ VARIANTS = {
     "fuse_silu": ({}, "silu"),
     "fuse_norm": ({}, "rmsnorm"),
     # per-layer L2 prefetch of o_proj / MLP weights on a side stream during attention (MB per layer)
+    # persistent batch-1 GEMVs (P programs per SM, PDL kept) / swap-AB skinny GEMMs (P per SM)
+    **{f"persist{p}": ({"TACHYON_GEMV_PERSIST": str(p)}, None) for p in (2, 3, 4, 6, 8, 12)},
+    **{f"spersist{p}": ({"TACHYON_GEMM_SMALL_PERSIST": str(p)}, None) for p in (1, 2, 3, 4)},
     **{f"l2pf{mb}": ({"TACHYON_L2_PREFETCH_MB": str(mb)}, None) for mb in (0, 8, 16, 24, 32, 48, 64)},
 }
+
+
+def variant(name: str) -> tuple[dict, str | None]:
+    """VARIANTS[name], or "p<P>s<S>": persistent batch-1 GEMVs at P and swap-AB skinny GEMMs at S per SM."""
+    if name in VARIANTS:
+        return VARIANTS[name]
+    m = re.fullmatch(r"p(\d+)s(\d+)", name)
+    if not m:
+        raise SystemExit(f"unknown variant {name!r}: one of {sorted(VARIANTS)} or p<P>s<S>")
+    return {"TACHYON_GEMV_PERSIST": m[1], "TACHYON_GEMM_SMALL_PERSIST": m[2]}, None
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
@@ -72,7 +87,7 @@ def main() -> None:
         saved: dict = {}
         for rnd in range(args.rounds):  # rounds interleave the variants (clock / thermal drift)
             for name in args.variants.split(","):
-                env, fusion = VARIANTS[name]
+                env, fusion = variant(name)
                 os.environ.update(BASE | env)
                 set_fusion(runner.model, fusion, saved)
                 with torch.inference_mode():

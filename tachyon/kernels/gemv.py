@@ -24,7 +24,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
@@ -70,32 +70,20 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
-    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
-    (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
-    pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
-    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
-    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
-    pdl_trigger(PDL)
-    pid = tl.program_id(0)
-    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    nmask = n < N
-    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
+def _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, WRITE_H, BLOCK_K: tl.constexpr,
+                STAGES: tl.constexpr, EVEN_K: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
+    """The fp32 dot products of the BLOCK_N weight rows at `w_rows` with the input, given their first
+    weight tile `w` (columns 0..BLOCK_K). PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) *
+    sum_k h_k nw_k w_k, so the sum of squares accumulates beside the dot products and 1/rms scales the
+    result; WRITE_H (a run-time flag) stores h."""
     k = tl.arange(0, BLOCK_K)
     kmask = k < K
-    if EVEN_K:
-        w = tl.load(w_rows[:, None] + k[None, :])
-    else:
-        w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
-    pdl_wait(PDL)
     xe, h = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE, HAS_RES)
     acc = w.to(tl.float32) * xe[None, :]
     hf = h.to(tl.float32)
     ss = hf * hf
     if PROLOGUE == 1 and HAS_RES:
-        if pid == 0:
+        if WRITE_H:
             tl.store(h_ptr + k, h, mask=kmask)
     for k0 in tl.range(BLOCK_K, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -111,45 +99,108 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
             hf = h.to(tl.float32)
             ss += hf * hf
             if HAS_RES:
-                if pid == 0:
+                if WRITE_H:
                     tl.store(h_ptr + k, h, mask=kmask)
     y = tl.sum(acc, axis=1)
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
+    return y
+
+
+@triton.jit
+def _first_tile(w_ptr, rb, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    """(row pointers, output rows, first weight tile) of row block rb; rows past N clamped to N - 1."""
+    n = rb * BLOCK_N + tl.arange(0, BLOCK_N)
+    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
+    k = tl.arange(0, BLOCK_K)
+    if EVEN_K:
+        w = tl.load(w_rows[:, None] + k[None, :])
+    else:
+        w = tl.load(w_rows[:, None] + k[None, :], mask=(k < K)[None, :], other=0.0)
+    return w_rows, n, w
+
+
+@triton.jit
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, NUM_BLOCKS,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+    """Program p: the row blocks p, p + G, p + 2G, ... below NUM_BLOCKS (G = the grid size), each
+    y[0, rb*BLOCK_N : (rb+1)*BLOCK_N]. With G = NUM_BLOCKS that is one block per program; a smaller
+    ("persistent") grid keeps every program resident at once (see _gemv_launch). Rows past N are
+    clamped to N - 1 for the loads (always in bounds, no row mask) and dropped at the store. The first
+    block's first weight tile is loaded before pdl_wait (weights are never written by a kernel), so
+    under PDL it streams while the previous kernel finishes. Program 0 writes h (PROLOGUE 1)."""
+    pdl_trigger(PDL)
+    pid = tl.program_id(0)
+    w_rows, n, w = _first_tile(w_ptr, pid, N, K, stride_wn, BLOCK_N, BLOCK_K, EVEN_K)
+    pdl_wait(PDL)
+    y = _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, pid == 0, BLOCK_K, STAGES, EVEN_K,
+                    PROLOGUE, HAS_RES)
     if HAS_BIAS:
-        y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
+        y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)
+    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=n < N)
+    for rb in range(pid + tl.num_programs(0), NUM_BLOCKS, tl.num_programs(0)):
+        w_rows, n, w = _first_tile(w_ptr, rb, N, K, stride_wn, BLOCK_N, BLOCK_K, EVEN_K)
+        y = _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, False, BLOCK_K, STAGES, EVEN_K,
+                        PROLOGUE, HAS_RES)
+        if HAS_BIAS:
+            y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)
+        tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=n < N)
 
 
-# a batch-1 GEMV reading more weight bytes than this launches without PDL (see _gemv_pdl)
+# a batch-1 GEMV reading more weight bytes than this launches without PDL unless persistent (_gemv_launch)
 PDL_GEMV_MAX_BYTES = 16 << 20
 
 
-def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
-    """PDL launch arguments of the batch-1 GEMV. Default ("auto"): PDL, triggering dependents at the
-    start, for weights up to PDL_GEMV_MAX_BYTES; larger (multi-wave) GEMVs launch without it. On the H200
-    (benchmarks/results/pdl_ab_h200.json) early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms but,
-    behind Qwen2.5-7B's 25-270 MB projections, the dependents' resident waiting programs slowed the step
-    from 3.97 to 4.24 ms. TACHYON_PDL_GEMV = start | off overrides (triggering after
-    the main loop instead measured 4.02 ms: no better than launching without PDL, and was dropped)."""
+# programs per SM of the persistent GEMV grid; 0 keeps one program per row block (see _gemv_launch)
+DEFAULT_PERSIST = 0
+
+
+def persist_per_sm() -> int:
+    """Programs per SM of a persistent batch-1 GEMV (TACHYON_GEMV_PERSIST; 0: one program per row block)."""
+    return int(os.environ.get("TACHYON_GEMV_PERSIST", str(DEFAULT_PERSIST)))
+
+
+def _gemv_launch(device: torch.device, num_blocks: int, weight_bytes: int,
+                 max_programs: int | None = None) -> tuple[int, dict]:
+    """(grid size, PDL launch arguments) of a batch-1 GEMV over num_blocks row blocks.
+
+    Multi-wave GEMVs are the problem case: on the H200 (benchmarks/results/pdl_ab_h200.json) early
+    launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms but, behind Qwen2.5-7B's 25-270 MB
+    projections (thousands of programs, several waves), the dependents' resident waiting programs slowed
+    the step from 3.97 to 4.24 ms. So by default a GEMV over PDL_GEMV_MAX_BYTES launches without PDL.
+    With TACHYON_GEMV_PERSIST = P > 0, a GEMV with more than P programs per SM instead runs a persistent
+    grid of at most P programs per SM (all resident in one wave, equal block counts) and keeps PDL.
+    TACHYON_PDL_GEMV = start | off forces PDL on / off for every GEMV (A/B). `max_programs` overrides
+    the persistent grid's cap (tests)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
+    grid = num_blocks
+    if max_programs is None:
+        max_programs = persist_per_sm() * sm_count(device)
+    if 0 < max_programs < num_blocks:
+        per = triton.cdiv(num_blocks, max_programs)
+        grid = triton.cdiv(num_blocks, per)
+        if mode == "auto":
+            return grid, args
     if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= PDL_GEMV_MAX_BYTES):
-        return args
-    return {"PDL": False}
+        return grid, args
+    return grid, {"PDL": False}
 
 
-def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
+def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
+            max_programs: int | None = None) -> torch.Tensor:
     require_triton()
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
     y = torch.empty(1, N, dtype=x.dtype, device=x.device)
-    _gemv_kernel[(triton.cdiv(N, block_n),)](
+    num_blocks = triton.cdiv(N, block_n)
+    grid, pdl = _gemv_launch(x.device, num_blocks, w.numel() * w.element_size(), max_programs)
+    _gemv_kernel[(grid,)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
-        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
+        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0), num_blocks,
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
-        **_gemv_pdl(x.device, w.numel() * w.element_size()),
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **pdl,
     )
     return y
 
@@ -210,26 +261,27 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 
 
 @triton.jit
-def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                      SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PDL: tl.constexpr):
-    """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
-    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
-    pdl_trigger(PDL)
-    pid = tl.program_id(0)
-    ks = tl.program_id(1)
-    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    m = tl.arange(0, BLOCK_M)
+def _swap_first_tile(w_ptr, rb, ks, N, K, stride_wn, K_SPLIT, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """(row pointers, output rows, K range, first weight tile) of work item (row block rb, K split ks)."""
+    n = rb * BLOCK_N + tl.arange(0, BLOCK_N)
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
-    x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
     k_lo = ks * K_SPLIT
     k_hi = tl.minimum(k_lo + K_SPLIT, K)
     k = k_lo + tl.arange(0, BLOCK_K)
-    kmask = k < k_hi
-    w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
-    pdl_wait(PDL)
-    xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+    w = tl.load(w_rows[:, None] + k[None, :], mask=(k < k_hi)[None, :], other=0.0)
+    return w_rows, n, k_lo, k_hi, w
+
+
+@triton.jit
+def _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, ks, M, N, stride_xm,
+               BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, SPLIT_K: tl.constexpr,
+               EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
+    """acc[BLOCK_N, BLOCK_M] = W[rows, k_lo:k_hi] x^T given the first weight tile w; SPLIT_K == 1: y = acc^T
+    (+ bias), else the fp32 partial goes to part[ks] ([SPLIT_K, M, N])."""
+    m = tl.arange(0, BLOCK_M)
+    x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
+    k = k_lo + tl.arange(0, BLOCK_K)
+    xt = tl.load(x_cols[None, :] + k[:, None], mask=(k < k_hi)[:, None], other=0.0)
     acc = tl.dot(w, xt, input_precision=PRECISION)
     for k0 in tl.range(k_lo + BLOCK_K, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -251,6 +303,29 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
 
 
 @triton.jit
+def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT, NUM_ITEMS,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                      SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      PRECISION: tl.constexpr, PDL: tl.constexpr):
+    """SWAP 1 - work item i = (row block i % NB, K split i // NB), NB = cdiv(N, BLOCK_N): the
+    [BLOCK_N, BLOCK_M] tile W[rows, split] x^T. Program p takes items p, p + G, ... below NUM_ITEMS
+    (G = the grid: one item per program, or a persistent grid that is resident at once)."""
+    pdl_trigger(PDL)
+    pid = tl.program_id(0)
+    nb = tl.cdiv(N, BLOCK_N)
+    w_rows, n, k_lo, k_hi, w = _swap_first_tile(w_ptr, pid % nb, pid // nb, N, K, stride_wn, K_SPLIT,
+                                                BLOCK_N, BLOCK_K)  # before the wait: a weight
+    pdl_wait(PDL)
+    _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, pid // nb, M, N, stride_xm,
+               BLOCK_M, BLOCK_K, STAGES, SPLIT_K, EVEN_K, HAS_BIAS, PRECISION)
+    for item in range(pid + tl.num_programs(0), NUM_ITEMS, tl.num_programs(0)):
+        w_rows, n, k_lo, k_hi, w = _swap_first_tile(w_ptr, item % nb, item // nb, N, K, stride_wn, K_SPLIT,
+                                                    BLOCK_N, BLOCK_K)
+        _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, item // nb, M, N, stride_xm,
+                   BLOCK_M, BLOCK_K, STAGES, SPLIT_K, EVEN_K, HAS_BIAS, PRECISION)
+
+
+@triton.jit
 def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
                         HAS_BIAS: tl.constexpr, PDL: tl.constexpr):
     """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]."""
@@ -266,9 +341,19 @@ def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLO
     tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+# programs per SM of a persistent swap-AB skinny GEMM (TACHYON_GEMM_SMALL_PERSIST; 0: one per work item)
+DEFAULT_SMALL_PERSIST = 0
+
+
+def small_persist_per_sm() -> int:
+    return int(os.environ.get("TACHYON_GEMM_SMALL_PERSIST", str(DEFAULT_SMALL_PERSIST)))
+
+
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: SmallConfig | None = None) -> torch.Tensor:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
+                      config: SmallConfig | None = None, max_programs: int | None = None) -> torch.Tensor:
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation.
+    A swap-AB config over more work items than TACHYON_GEMM_SMALL_PERSIST programs per SM (or
+    `max_programs`) runs a persistent grid of that many programs, each looping over items."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
@@ -288,8 +373,12 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     split_k = triton.cdiv(K, k_split)
     part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
-    _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
-        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
+    items = triton.cdiv(N, block_n) * split_k
+    if max_programs is None:
+        max_programs = small_persist_per_sm() * sm_count(x.device)
+    grid = triton.cdiv(items, triton.cdiv(items, max_programs)) if 0 < max_programs < items else items
+    _gemm_swap_kernel[(grid,)](
+        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split, items,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
         num_warps=num_warps, **pdl,
