@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -23,7 +22,8 @@ from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
 BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0",
-        "TACHYON_GEMV_PERSIST": "0", "TACHYON_GEMM_SMALL_PERSIST": "0"}
+        "TACHYON_GEMV_PERSIST": "0", "TACHYON_GEMM_SMALL_PERSIST": "0", "TACHYON_GEMV_PREFETCH": "0",
+        "TACHYON_PDL_GEMV_MAX_MB": "0", "TACHYON_GEMM_SMALL_PREFETCH": "0"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -43,14 +43,23 @@ VARIANTS = {
 }
 
 
+# short names of the knobs a composite variant ("pf=1+maxmb=40") sets
+KNOBS = {"pf": "TACHYON_GEMV_PREFETCH", "maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV",
+         "p": "TACHYON_GEMV_PERSIST", "s": "TACHYON_GEMM_SMALL_PERSIST", "pdl": "TACHYON_PDL",
+         "l2pf": "TACHYON_L2_PREFETCH_MB",
+         "spf": "TACHYON_GEMM_SMALL_PREFETCH"}
+
+
 def variant(name: str) -> tuple[dict, str | None]:
-    """VARIANTS[name], or "p<P>s<S>": persistent batch-1 GEMVs at P and swap-AB skinny GEMMs at S per SM."""
+    """VARIANTS[name], or a composite of knob=value pairs joined by "+" (short names in KNOBS)."""
     if name in VARIANTS:
         return VARIANTS[name]
-    m = re.fullmatch(r"p(\d+)s(\d+)", name)
-    if not m:
-        raise SystemExit(f"unknown variant {name!r}: one of {sorted(VARIANTS)} or p<P>s<S>")
-    return {"TACHYON_GEMV_PERSIST": m[1], "TACHYON_GEMM_SMALL_PERSIST": m[2]}, None
+    try:
+        env = {KNOBS[k]: v for k, v in (part.split("=") for part in name.split("+"))}
+    except (KeyError, ValueError):
+        raise SystemExit(f"unknown variant {name!r}: one of {sorted(VARIANTS)} or knob=value[+...] over "
+                         f"{sorted(KNOBS)}") from None
+    return env, None
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:

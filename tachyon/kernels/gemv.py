@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
+from tachyon.kernels.prefetch import l2_prefetch_range, l2_prefetch_segments
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
@@ -122,16 +123,25 @@ def _first_tile(w_ptr, rb, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.c
 
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, NUM_BLOCKS,
+                 wb_ptr, pf_chunk,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
+                 PREFETCH: tl.constexpr = 0):
     """Program p: the row blocks p, p + G, p + 2G, ... below NUM_BLOCKS (G = the grid size), each
     y[0, rb*BLOCK_N : (rb+1)*BLOCK_N]. With G = NUM_BLOCKS that is one block per program; a smaller
     ("persistent") grid keeps every program resident at once (see _gemv_launch). Rows past N are
     clamped to N - 1 for the loads (always in bounds, no row mask) and dropped at the store. The first
     block's first weight tile is loaded before pdl_wait (weights are never written by a kernel), so
-    under PDL it streams while the previous kernel finishes. Program 0 writes h (PROLOGUE 1)."""
+    under PDL it streams while the previous kernel finishes. PREFETCH (> 0, the lane count; contiguous
+    weight, wb_ptr its bytes) also asks for the first block's whole weight slice in L2 (bulk prefetches
+    of pf_chunk bytes) before the wait, so a GEMV launched early fetches while the previous kernels
+    compute. Program 0 writes h (PROLOGUE 1)."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
+    if PREFETCH:
+        row_bytes = K.to(tl.int64) * w_ptr.dtype.element_ty.primitive_bitwidth // 8
+        l2_prefetch_range(wb_ptr, pid * BLOCK_N * row_bytes, tl.minimum(pid * BLOCK_N + BLOCK_N, N) * row_bytes,
+                          pf_chunk, PREFETCH)
     w_rows, n, w = _first_tile(w_ptr, pid, N, K, stride_wn, BLOCK_N, BLOCK_K, EVEN_K)
     pdl_wait(PDL)
     y = _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, pid == 0, BLOCK_K, STAGES, EVEN_K,
@@ -156,6 +166,23 @@ PDL_GEMV_MAX_BYTES = 16 << 20
 DEFAULT_PERSIST = 0
 
 
+def _prefetch_lanes(w: torch.Tensor, block_n: int, num_warps: int) -> tuple[int, int]:
+    """(PREFETCH lanes, chunk bytes) of a batch-1 GEMV: (0, 16) unless TACHYON_GEMV_PREFETCH=1 and the
+    weight is a contiguous CUDA tensor on sm_90+ with 16-byte aligned rows (cp.async.bulk.prefetch needs
+    them); one lane per thread."""
+    if os.environ.get("TACHYON_GEMV_PREFETCH", str(DEFAULT_PREFETCH)) != "1" or not pdl_args(w.device)["PDL"]:
+        return 0, 16
+    row = w.shape[1] * w.element_size()
+    if not w.is_contiguous() or w.data_ptr() % 16 or row % 16:
+        return 0, 16
+    lanes = 32 * num_warps
+    return lanes, max(16, -(-block_n * row // lanes + 15) // 16 * 16)
+
+
+# whether batch-1 GEMVs ask for their first weight slice in L2 before the PDL wait (TACHYON_GEMV_PREFETCH)
+DEFAULT_PREFETCH = 0
+
+
 def persist_per_sm() -> int:
     """Programs per SM of a persistent batch-1 GEMV (TACHYON_GEMV_PERSIST; 0: one program per row block)."""
     return int(os.environ.get("TACHYON_GEMV_PERSIST", str(DEFAULT_PERSIST)))
@@ -175,6 +202,7 @@ def _gemv_launch(device: torch.device, num_blocks: int, weight_bytes: int,
     the persistent grid's cap (tests)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
+    max_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_MAX_MB", "0")) * (1 << 20)) or PDL_GEMV_MAX_BYTES
     grid = num_blocks
     if max_programs is None:
         max_programs = persist_per_sm() * sm_count(device)
@@ -183,7 +211,7 @@ def _gemv_launch(device: torch.device, num_blocks: int, weight_bytes: int,
         grid = triton.cdiv(num_blocks, per)
         if mode == "auto":
             return grid, args
-    if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= PDL_GEMV_MAX_BYTES):
+    if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= max_bytes):
         return grid, args
     return grid, {"PDL": False}
 
@@ -196,9 +224,11 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
     y = torch.empty(1, N, dtype=x.dtype, device=x.device)
     num_blocks = triton.cdiv(N, block_n)
     grid, pdl = _gemv_launch(x.device, num_blocks, w.numel() * w.element_size(), max_programs)
+    lanes, chunk = _prefetch_lanes(w, block_n, num_warps) if pdl["PDL"] else (0, 16)
     _gemv_kernel[(grid,)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0), num_blocks,
+        w.view(-1).view(torch.uint8) if lanes else w, chunk, PREFETCH=lanes,
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
         PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **pdl,
     )
@@ -304,15 +334,24 @@ def _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, ks, M, N
 
 @triton.jit
 def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT, NUM_ITEMS,
+                      wb_ptr,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                       SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PDL: tl.constexpr):
+                      PRECISION: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr = False):
     """SWAP 1 - work item i = (row block i % NB, K split i // NB), NB = cdiv(N, BLOCK_N): the
     [BLOCK_N, BLOCK_M] tile W[rows, split] x^T. Program p takes items p, p + G, ... below NUM_ITEMS
-    (G = the grid: one item per program, or a persistent grid that is resident at once)."""
+    (G = the grid: one item per program, or a persistent grid that is resident at once). PREFETCH (wb_ptr:
+    the weight's bytes; 16-byte aligned rows and splits) asks for the first item's weight rows in L2 before
+    the wait, as the batch-1 GEMV does."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
     nb = tl.cdiv(N, BLOCK_N)
+    if PREFETCH:
+        esize: tl.constexpr = w_ptr.dtype.element_ty.primitive_bitwidth // 8
+        rows = tl.minimum((pid % nb) * BLOCK_N + tl.arange(0, BLOCK_N), N - 1).to(tl.int64)
+        k_lo0 = (pid // nb) * K_SPLIT
+        seg = (tl.minimum(k_lo0 + K_SPLIT, K) - k_lo0) * esize
+        l2_prefetch_segments(wb_ptr, (rows * stride_wn + k_lo0) * esize, seg)
     w_rows, n, k_lo, k_hi, w = _swap_first_tile(w_ptr, pid % nb, pid // nb, N, K, stride_wn, K_SPLIT,
                                                 BLOCK_N, BLOCK_K)  # before the wait: a weight
     pdl_wait(PDL)
@@ -377,8 +416,12 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     if max_programs is None:
         max_programs = small_persist_per_sm() * sm_count(x.device)
     grid = triton.cdiv(items, triton.cdiv(items, max_programs)) if 0 < max_programs < items else items
+    es = w.element_size()
+    prefetch = (os.environ.get("TACHYON_GEMM_SMALL_PREFETCH", "0") == "1" and pdl["PDL"] and w.is_contiguous()
+                and w.data_ptr() % 16 == 0 and (K * es) % 16 == 0 and (k_split * es) % 16 == 0)
     _gemm_swap_kernel[(grid,)](
         x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split, items,
+        w.view(-1).view(torch.uint8) if prefetch else w, PREFETCH=prefetch,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
         num_warps=num_warps, **pdl,
