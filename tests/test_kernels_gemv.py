@@ -55,56 +55,6 @@ def test_gemv_triton_bf16():
     assert ((out - ref).norm() / ref.norm()).item() <= 1e-2
 
 
-@needs_triton
-@pytest.mark.parametrize("prologue", [0, 1, 2])
-@pytest.mark.parametrize("max_programs", [1, 3, 4])
-def test_persistent_gemv_grid_matches_reference(poison, prologue, max_programs):
-    """A grid smaller than the row-block count (each program loops over blocks p, p + G, ...) writes
-    every output row, with every prologue; N = 37 at BLOCK_N 4 is 10 blocks, uneven over 3 or 4 programs."""
-    from tachyon.kernels.gemv import _launch, rmsnorm_gemv_ref, silu_gemv_ref
-
-    g = torch.Generator().manual_seed(prologue * 10 + max_programs)
-    N, K, cfg = 37, 300, (4, 128, 4, 2)
-    w, b = torch.randn(N, K, generator=g), torch.randn(N, generator=g)
-    if prologue == 2:
-        x = torch.randn(1, 2 * K, generator=g)
-        ref = silu_gemv_ref(x, w, b)
-        out = _launch(*on_dev(x, w, b), cfg, 2, max_programs=max_programs).cpu()
-    elif prologue == 1:
-        x, r = torch.randn(1, K, generator=g), torch.randn(1, K, generator=g)
-        nw = 1 + 0.1 * torch.randn(K, generator=g)
-        ref, h_ref = rmsnorm_gemv_ref(x, r, nw, 1e-6, w, b)
-        xd, rd, nwd, wd, bd = on_dev(x, r, nw, w, b)
-        h = torch.empty_like(xd)
-        out = _launch(xd, wd, bd, cfg, 1, rd, nwd, h, 1e-6, max_programs=max_programs).cpu()
-        assert torch.equal(h.cpu(), h_ref)
-    else:
-        x = torch.randn(1, K, generator=g)
-        ref = gemv_ref(x, w, b)
-        out = _launch(*on_dev(x, w, b), cfg, max_programs=max_programs).cpu()
-    assert not torch.isnan(out).any()
-    assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
-
-
-def test_persistent_gemv_launch_policy(monkeypatch):
-    """Balanced persistent grid (equal block counts, at most P per SM) keeps PDL; without persistence a
-    GEMV over PDL_GEMV_MAX_BYTES launches without it."""
-    G = importlib.import_module("tachyon.kernels.gemv")
-    dev = torch.device("cpu")  # sm_count() = 132 off CUDA; PDL is never used off CUDA
-    monkeypatch.setenv("TACHYON_GEMV_PERSIST", "4")
-    assert G._gemv_launch(dev, 9472, 1 << 30)[0] == -(-9472 // 18)  # ceil(9472 / 528) = 18 blocks each
-    assert G._gemv_launch(dev, 500, 1 << 30)[0] == 500  # one wave already: unchanged
-    assert G._gemv_launch(dev, 10, 1, max_programs=3)[0] == 3
-    monkeypatch.setenv("TACHYON_GEMV_PERSIST", "0")
-    assert G._gemv_launch(dev, 9472, 1 << 30)[0] == 9472
-    monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
-    assert G._gemv_launch(dev, 9472, G.PDL_GEMV_MAX_BYTES + 1)[1] == {"PDL": False}
-    assert G._gemv_launch(dev, 9472, G.PDL_GEMV_MAX_BYTES)[1]["PDL"]
-    monkeypatch.setenv("TACHYON_GEMV_PERSIST", "4")
-    grid, pdl = G._gemv_launch(dev, 9472, G.PDL_GEMV_MAX_BYTES + 1)
-    assert grid == -(-9472 // 18) and pdl["PDL"]
-
-
 def test_linear_uses_reference_off_gpu_and_tuning_is_cuda_only():
     lin = Linear(16, 8, bias=True)
     torch.nn.init.normal_(lin.weight)
@@ -199,20 +149,6 @@ def test_gemm_small_matches_reference(config, M, N, K, bias):
     assert torch.allclose(y, gemv_ref(x, w, b), rtol=1e-4, atol=1e-3)
 
 
-@needs_triton
-@pytest.mark.parametrize("split_k", [1, 3])
-@pytest.mark.parametrize("max_programs", [1, 2, 5])
-def test_gemm_small_persistent_grid_matches_reference(poison, split_k, max_programs):
-    """Swap-AB with fewer programs than work items (row block x K split; each program loops over items
-    p, p + G, ...) writes every output, split-K partials included: N = 70 at 16-row blocks is 5 blocks."""
-    g = torch.Generator().manual_seed(split_k * 7 + max_programs)
-    M, N, K = 6, 70, 384
-    x, w, b = torch.randn(M, K, generator=g), torch.randn(N, K, generator=g), torch.randn(N, generator=g)
-    y = gemm_small_triton(*on_dev(x, w, b), (1, 16, 64, 4, 2, split_k), max_programs=max_programs).cpu()
-    assert not torch.isnan(y).any()
-    assert torch.allclose(y, gemv_ref(x, w, b), rtol=1e-4, atol=1e-3)
-
-
 def test_linear_small_batch_dispatch():
     lin = Linear(32, 8)
     torch.nn.init.normal_(lin.weight)
@@ -301,3 +237,20 @@ def test_tune_gemv_decides_once_per_shape_and_remembers(tmp_path, monkeypatch):
     calls.clear()
     monkeypatch.setattr(tuning, "_USER", None)  # the next start reads the user cache back
     assert tune_gemv(model) == first and calls == []
+
+
+def test_gemv_pdl_policy(monkeypatch):
+    """PDL for batch-1 GEMVs up to 32 MiB (a 7B qkv / o_proj), not for the multi-wave MLP GEMVs; knobs override."""
+    G = importlib.import_module("tachyon.kernels.gemv")
+    monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
+    for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB"):
+        monkeypatch.delenv(k, raising=False)
+    dev = torch.device("cpu")
+    assert G._gemv_pdl(dev, 4608 * 3584 * 2)["PDL"]  # Qwen2.5-7B qkv
+    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == {"PDL": False}  # Qwen2.5-7B down
+    monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "200")
+    assert G._gemv_pdl(dev, 18944 * 3584 * 2)["PDL"]
+    monkeypatch.setenv("TACHYON_PDL_GEMV", "off")
+    assert G._gemv_pdl(dev, 1024) == {"PDL": False}
+    monkeypatch.setenv("TACHYON_PDL_GEMV", "start")
+    assert G._gemv_pdl(dev, 1 << 34)["PDL"]

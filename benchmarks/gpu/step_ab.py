@@ -22,8 +22,7 @@ from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
 BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0",
-        "TACHYON_GEMV_PERSIST": "0", "TACHYON_GEMM_SMALL_PERSIST": "0", "TACHYON_GEMV_PREFETCH": "0",
-        "TACHYON_PDL_GEMV_MAX_MB": "0", "TACHYON_GEMM_SMALL_PREFETCH": "0"}
+        "TACHYON_PDL_GEMV_MAX_MB": "0"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -36,18 +35,13 @@ VARIANTS = {
     "fuse_silu": ({}, "silu"),
     "fuse_norm": ({}, "rmsnorm"),
     # per-layer L2 prefetch of o_proj / MLP weights on a side stream during attention (MB per layer)
-    # persistent batch-1 GEMVs (P programs per SM, PDL kept) / swap-AB skinny GEMMs (P per SM)
-    **{f"persist{p}": ({"TACHYON_GEMV_PERSIST": str(p)}, None) for p in (2, 3, 4, 6, 8, 12)},
-    **{f"spersist{p}": ({"TACHYON_GEMM_SMALL_PERSIST": str(p)}, None) for p in (1, 2, 3, 4)},
     **{f"l2pf{mb}": ({"TACHYON_L2_PREFETCH_MB": str(mb)}, None) for mb in (0, 8, 16, 24, 32, 48, 64)},
 }
 
 
-# short names of the knobs a composite variant ("pf=1+maxmb=40") sets
-KNOBS = {"pf": "TACHYON_GEMV_PREFETCH", "maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV",
-         "p": "TACHYON_GEMV_PERSIST", "s": "TACHYON_GEMM_SMALL_PERSIST", "pdl": "TACHYON_PDL",
-         "l2pf": "TACHYON_L2_PREFETCH_MB",
-         "spf": "TACHYON_GEMM_SMALL_PREFETCH"}
+# short names of the knobs a composite variant ("maxmb=32+l2pf=16") sets
+KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
+         "l2pf": "TACHYON_L2_PREFETCH_MB"}
 
 
 def variant(name: str) -> tuple[dict, str | None]:

@@ -93,14 +93,6 @@ def launch_all() -> None:
             G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
         for cfg in G.SMALL_CONFIGS:
             G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
-    os.environ.update(TACHYON_GEMV_PREFETCH="1", TACHYON_PDL_GEMV="start", TACHYON_GEMM_SMALL_PREFETCH="1")
-    for cfg in G.SMALL_CONFIGS:  # the L2-prefetching variants
-        G.gemm_small_triton(t(torch.bfloat16, 8, 18944), t(torch.bfloat16, 3584, 18944), None, cfg)
-    for cfg in G.CONFIGS:
-        G.gemv_triton(t(torch.bfloat16, 1, 3584), t(torch.bfloat16, 4608, 3584), t(torch.bfloat16, 4608), cfg)
-        G.silu_gemv_triton(t(torch.bfloat16, 1, 2 * 18944), t(torch.bfloat16, 3584, 18944), None, cfg)
-    for k in ("TACHYON_GEMV_PREFETCH", "TACHYON_PDL_GEMV", "TACHYON_GEMM_SMALL_PREFETCH"):
-        os.environ.pop(k)
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
     K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
                       t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)

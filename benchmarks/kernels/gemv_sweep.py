@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -50,14 +49,10 @@ def main() -> None:
                     help="skinny-GEMM candidates to time instead of SMALL_CONFIGS, e.g. '[(1,16,256,1,1,1)]'")
     ap.add_argument("--configs", default=None, help="batch-1 candidates to time instead of CONFIGS")
     ap.add_argument("--projs", default="qkv,o,gate_up,down")
-    ap.add_argument("--persist", default="0",
-                    help="programs per SM of the persistent grid to time each config at (TACHYON_GEMV_PERSIST at "
-                         "M = 1, TACHYON_GEMM_SMALL_PERSIST otherwise; 0 = one program per block), e.g. 0,4,8")
     ap.add_argument("--no-pick", action="store_true", help="skip the warm-up's pick (it re-times the candidates)")
     args = ap.parse_args()
     small = tuple(ast.literal_eval(args.small_configs)) if args.small_configs else SMALL_CONFIGS
     plain = tuple(ast.literal_eval(args.configs)) if args.configs else CONFIGS
-    persists = [int(v) for v in args.persist.split(",")]
     rows = []
     for shape in args.shapes.split(","):
         for name, (n, k, bias) in projections(shape).items():
@@ -72,18 +67,14 @@ def main() -> None:
                 res = dict(shape=shape, proj=name, N=n, K=k, M=m, floor_us=1e6 * nbytes / COPY_BW)
                 res["cublas_us"] = 1e3 * _graph_time_ms(lambda wi, x=x, b=b: F.linear(x, wi, b), weights)
                 res["configs"] = {}
-                knob = "TACHYON_GEMV_PERSIST" if m == 1 else "TACHYON_GEMM_SMALL_PERSIST"
                 for cfg in plain if m == 1 else small:
                     kern = gemv_triton if m == 1 else gemm_small_triton
-                    for p in persists:
-                        os.environ[knob] = str(p)
-                        try:
-                            us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b, kern=kern: kern(x, wi, b, cfg),
-                                                      weights)
-                        except Exception as e:  # noqa: BLE001
-                            us = f"error: {e}"[:200]
-                        res["configs"][str(cfg) + (f"@p{p}" if p else "")] = us
-                    os.environ.pop(knob, None)
+                    try:
+                        us = 1e3 * _graph_time_ms(lambda wi, cfg=cfg, x=x, b=b, kern=kern: kern(x, wi, b, cfg),
+                                                  weights)
+                    except Exception as e:  # noqa: BLE001
+                        us = f"error: {e}"[:200]
+                    res["configs"][str(cfg)] = us
                 res["picked"] = (None if args.no_pick else pick_gemv_config(w, b) if m == 1 else
                                  pick_small_config(w, b, m) if args.small_configs is None else None)
                 rows.append(res)

@@ -24,8 +24,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
-from tachyon.kernels.prefetch import l2_prefetch_range, l2_prefetch_segments
+from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
@@ -71,20 +70,32 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 
 
 @triton.jit
-def _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, WRITE_H, BLOCK_K: tl.constexpr,
-                STAGES: tl.constexpr, EVEN_K: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr):
-    """The fp32 dot products of the BLOCK_N weight rows at `w_rows` with the input, given their first
-    weight tile `w` (columns 0..BLOCK_K). PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) *
-    sum_k h_k nw_k w_k, so the sum of squares accumulates beside the dot products and 1/rms scales the
-    result; WRITE_H (a run-time flag) stores h."""
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
+    (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
+    pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
+    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
+    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
+    pdl_trigger(PDL)
+    pid = tl.program_id(0)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = n < N
+    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
     k = tl.arange(0, BLOCK_K)
     kmask = k < K
+    if EVEN_K:
+        w = tl.load(w_rows[:, None] + k[None, :])
+    else:
+        w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+    pdl_wait(PDL)
     xe, h = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE, HAS_RES)
     acc = w.to(tl.float32) * xe[None, :]
     hf = h.to(tl.float32)
     ss = hf * hf
     if PROLOGUE == 1 and HAS_RES:
-        if WRITE_H:
+        if pid == 0:
             tl.store(h_ptr + k, h, mask=kmask)
     for k0 in tl.range(BLOCK_K, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -100,137 +111,47 @@ def _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, WRITE_H, BLOCK_K
             hf = h.to(tl.float32)
             ss += hf * hf
             if HAS_RES:
-                if WRITE_H:
+                if pid == 0:
                     tl.store(h_ptr + k, h, mask=kmask)
     y = tl.sum(acc, axis=1)
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
-    return y
-
-
-@triton.jit
-def _first_tile(w_ptr, rb, N, K, stride_wn, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
-    """(row pointers, output rows, first weight tile) of row block rb; rows past N clamped to N - 1."""
-    n = rb * BLOCK_N + tl.arange(0, BLOCK_N)
-    w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
-    k = tl.arange(0, BLOCK_K)
-    if EVEN_K:
-        w = tl.load(w_rows[:, None] + k[None, :])
-    else:
-        w = tl.load(w_rows[:, None] + k[None, :], mask=(k < K)[None, :], other=0.0)
-    return w_rows, n, w
-
-
-@triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, NUM_BLOCKS,
-                 wb_ptr, pf_chunk,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 PREFETCH: tl.constexpr = 0):
-    """Program p: the row blocks p, p + G, p + 2G, ... below NUM_BLOCKS (G = the grid size), each
-    y[0, rb*BLOCK_N : (rb+1)*BLOCK_N]. With G = NUM_BLOCKS that is one block per program; a smaller
-    ("persistent") grid keeps every program resident at once (see _gemv_launch). Rows past N are
-    clamped to N - 1 for the loads (always in bounds, no row mask) and dropped at the store. The first
-    block's first weight tile is loaded before pdl_wait (weights are never written by a kernel), so
-    under PDL it streams while the previous kernel finishes. PREFETCH (> 0, the lane count; contiguous
-    weight, wb_ptr its bytes) also asks for the first block's whole weight slice in L2 (bulk prefetches
-    of pf_chunk bytes) before the wait, so a GEMV launched early fetches while the previous kernels
-    compute. Program 0 writes h (PROLOGUE 1)."""
-    pdl_trigger(PDL)
-    pid = tl.program_id(0)
-    if PREFETCH:
-        row_bytes = K.to(tl.int64) * w_ptr.dtype.element_ty.primitive_bitwidth // 8
-        l2_prefetch_range(wb_ptr, pid * BLOCK_N * row_bytes, tl.minimum(pid * BLOCK_N + BLOCK_N, N) * row_bytes,
-                          pf_chunk, PREFETCH)
-    w_rows, n, w = _first_tile(w_ptr, pid, N, K, stride_wn, BLOCK_N, BLOCK_K, EVEN_K)
-    pdl_wait(PDL)
-    y = _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, pid == 0, BLOCK_K, STAGES, EVEN_K,
-                    PROLOGUE, HAS_RES)
     if HAS_BIAS:
-        y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)
-    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=n < N)
-    for rb in range(pid + tl.num_programs(0), NUM_BLOCKS, tl.num_programs(0)):
-        w_rows, n, w = _first_tile(w_ptr, rb, N, K, stride_wn, BLOCK_N, BLOCK_K, EVEN_K)
-        y = _gemv_block(x_ptr, w_rows, r_ptr, nw_ptr, h_ptr, eps, K, w, False, BLOCK_K, STAGES, EVEN_K,
-                        PROLOGUE, HAS_RES)
-        if HAS_BIAS:
-            y += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)
-        tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=n < N)
+        y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
 
 
-# a batch-1 GEMV reading more weight bytes than this launches without PDL unless persistent (_gemv_launch)
-PDL_GEMV_MAX_BYTES = 16 << 20
+# a batch-1 GEMV reading more weight bytes than this launches without PDL (see _gemv_pdl)
+PDL_GEMV_MAX_BYTES = 32 << 20
 
 
-# programs per SM of the persistent GEMV grid; 0 keeps one program per row block (see _gemv_launch)
-DEFAULT_PERSIST = 0
-
-
-def _prefetch_lanes(w: torch.Tensor, block_n: int, num_warps: int) -> tuple[int, int]:
-    """(PREFETCH lanes, chunk bytes) of a batch-1 GEMV: (0, 16) unless TACHYON_GEMV_PREFETCH=1 and the
-    weight is a contiguous CUDA tensor on sm_90+ with 16-byte aligned rows (cp.async.bulk.prefetch needs
-    them); one lane per thread."""
-    if os.environ.get("TACHYON_GEMV_PREFETCH", str(DEFAULT_PREFETCH)) != "1" or not pdl_args(w.device)["PDL"]:
-        return 0, 16
-    row = w.shape[1] * w.element_size()
-    if not w.is_contiguous() or w.data_ptr() % 16 or row % 16:
-        return 0, 16
-    lanes = 32 * num_warps
-    return lanes, max(16, -(-block_n * row // lanes + 15) // 16 * 16)
-
-
-# whether batch-1 GEMVs ask for their first weight slice in L2 before the PDL wait (TACHYON_GEMV_PREFETCH)
-DEFAULT_PREFETCH = 0
-
-
-def persist_per_sm() -> int:
-    """Programs per SM of a persistent batch-1 GEMV (TACHYON_GEMV_PERSIST; 0: one program per row block)."""
-    return int(os.environ.get("TACHYON_GEMV_PERSIST", str(DEFAULT_PERSIST)))
-
-
-def _gemv_launch(device: torch.device, num_blocks: int, weight_bytes: int,
-                 max_programs: int | None = None) -> tuple[int, dict]:
-    """(grid size, PDL launch arguments) of a batch-1 GEMV over num_blocks row blocks.
-
-    Multi-wave GEMVs are the problem case: on the H200 (benchmarks/results/pdl_ab_h200.json) early
-    launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms but, behind Qwen2.5-7B's 25-270 MB
-    projections (thousands of programs, several waves), the dependents' resident waiting programs slowed
-    the step from 3.97 to 4.24 ms. So by default a GEMV over PDL_GEMV_MAX_BYTES launches without PDL.
-    With TACHYON_GEMV_PERSIST = P > 0, a GEMV with more than P programs per SM instead runs a persistent
-    grid of at most P programs per SM (all resident in one wave, equal block counts) and keeps PDL.
-    TACHYON_PDL_GEMV = start | off forces PDL on / off for every GEMV (A/B). `max_programs` overrides
-    the persistent grid's cap (tests)."""
+def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
+    """PDL launch arguments of the batch-1 GEMV. Default ("auto"): PDL, triggering dependents at the
+    start, for weights up to TACHYON_PDL_GEMV_MAX_MB MiB (default PDL_GEMV_MAX_BYTES); larger GEMVs launch
+    without it. On the H200, early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms
+    (benchmarks/results/pdl_ab_h200.json), but PDL on every Qwen2.5-7B GEMV (25-1,040 MiB) slowed its
+    step from 3.97 to 4.24 ms; with PDL up to 32 MiB (its qkv and o_proj, not the MLP) the step is
+    4.006 -> 3.94 ms (gemv_pdl_prefetch_ab_h200.json). TACHYON_PDL_GEMV = start | off overrides
+    (triggering after the main loop instead measured 4.02 ms and was dropped)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
     max_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_MAX_MB", "0")) * (1 << 20)) or PDL_GEMV_MAX_BYTES
-    grid = num_blocks
-    if max_programs is None:
-        max_programs = persist_per_sm() * sm_count(device)
-    if 0 < max_programs < num_blocks:
-        per = triton.cdiv(num_blocks, max_programs)
-        grid = triton.cdiv(num_blocks, per)
-        if mode == "auto":
-            return grid, args
     if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= max_bytes):
-        return grid, args
-    return grid, {"PDL": False}
+        return args
+    return {"PDL": False}
 
 
-def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
-            max_programs: int | None = None) -> torch.Tensor:
+def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
     require_triton()
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
     y = torch.empty(1, N, dtype=x.dtype, device=x.device)
-    num_blocks = triton.cdiv(N, block_n)
-    grid, pdl = _gemv_launch(x.device, num_blocks, w.numel() * w.element_size(), max_programs)
-    lanes, chunk = _prefetch_lanes(w, block_n, num_warps) if pdl["PDL"] else (0, 16)
-    _gemv_kernel[(grid,)](
+    _gemv_kernel[(triton.cdiv(N, block_n),)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
-        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0), num_blocks,
-        w.view(-1).view(torch.uint8) if lanes else w, chunk, PREFETCH=lanes,
+        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **pdl,
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
+        **_gemv_pdl(x.device, w.numel() * w.element_size()),
     )
     return y
 
@@ -291,27 +212,26 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 
 
 @triton.jit
-def _swap_first_tile(w_ptr, rb, ks, N, K, stride_wn, K_SPLIT, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """(row pointers, output rows, K range, first weight tile) of work item (row block rb, K split ks)."""
-    n = rb * BLOCK_N + tl.arange(0, BLOCK_N)
+def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                      SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      PRECISION: tl.constexpr, PDL: tl.constexpr):
+    """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
+    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
+    pdl_trigger(PDL)
+    pid = tl.program_id(0)
+    ks = tl.program_id(1)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.arange(0, BLOCK_M)
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
+    x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
     k_lo = ks * K_SPLIT
     k_hi = tl.minimum(k_lo + K_SPLIT, K)
     k = k_lo + tl.arange(0, BLOCK_K)
-    w = tl.load(w_rows[:, None] + k[None, :], mask=(k < k_hi)[None, :], other=0.0)
-    return w_rows, n, k_lo, k_hi, w
-
-
-@triton.jit
-def _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, ks, M, N, stride_xm,
-               BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, SPLIT_K: tl.constexpr,
-               EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr):
-    """acc[BLOCK_N, BLOCK_M] = W[rows, k_lo:k_hi] x^T given the first weight tile w; SPLIT_K == 1: y = acc^T
-    (+ bias), else the fp32 partial goes to part[ks] ([SPLIT_K, M, N])."""
-    m = tl.arange(0, BLOCK_M)
-    x_cols = x_ptr + tl.minimum(m, M - 1).to(tl.int64) * stride_xm
-    k = k_lo + tl.arange(0, BLOCK_K)
-    xt = tl.load(x_cols[None, :] + k[:, None], mask=(k < k_hi)[:, None], other=0.0)
+    kmask = k < k_hi
+    w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
+    pdl_wait(PDL)
+    xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
     acc = tl.dot(w, xt, input_precision=PRECISION)
     for k0 in tl.range(k_lo + BLOCK_K, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -333,38 +253,6 @@ def _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, ks, M, N
 
 
 @triton.jit
-def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT, NUM_ITEMS,
-                      wb_ptr,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                      SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr = False):
-    """SWAP 1 - work item i = (row block i % NB, K split i // NB), NB = cdiv(N, BLOCK_N): the
-    [BLOCK_N, BLOCK_M] tile W[rows, split] x^T. Program p takes items p, p + G, ... below NUM_ITEMS
-    (G = the grid: one item per program, or a persistent grid that is resident at once). PREFETCH (wb_ptr:
-    the weight's bytes; 16-byte aligned rows and splits) asks for the first item's weight rows in L2 before
-    the wait, as the batch-1 GEMV does."""
-    pdl_trigger(PDL)
-    pid = tl.program_id(0)
-    nb = tl.cdiv(N, BLOCK_N)
-    if PREFETCH:
-        esize: tl.constexpr = w_ptr.dtype.element_ty.primitive_bitwidth // 8
-        rows = tl.minimum((pid % nb) * BLOCK_N + tl.arange(0, BLOCK_N), N - 1).to(tl.int64)
-        k_lo0 = (pid // nb) * K_SPLIT
-        seg = (tl.minimum(k_lo0 + K_SPLIT, K) - k_lo0) * esize
-        l2_prefetch_segments(wb_ptr, (rows * stride_wn + k_lo0) * esize, seg)
-    w_rows, n, k_lo, k_hi, w = _swap_first_tile(w_ptr, pid % nb, pid // nb, N, K, stride_wn, K_SPLIT,
-                                                BLOCK_N, BLOCK_K)  # before the wait: a weight
-    pdl_wait(PDL)
-    _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, pid // nb, M, N, stride_xm,
-               BLOCK_M, BLOCK_K, STAGES, SPLIT_K, EVEN_K, HAS_BIAS, PRECISION)
-    for item in range(pid + tl.num_programs(0), NUM_ITEMS, tl.num_programs(0)):
-        w_rows, n, k_lo, k_hi, w = _swap_first_tile(w_ptr, item % nb, item // nb, N, K, stride_wn, K_SPLIT,
-                                                    BLOCK_N, BLOCK_K)
-        _swap_item(x_ptr, b_ptr, y_ptr, part_ptr, w_rows, n, k_lo, k_hi, w, item // nb, M, N, stride_xm,
-                   BLOCK_M, BLOCK_K, STAGES, SPLIT_K, EVEN_K, HAS_BIAS, PRECISION)
-
-
-@triton.jit
 def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
                         HAS_BIAS: tl.constexpr, PDL: tl.constexpr):
     """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]."""
@@ -380,19 +268,9 @@ def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLO
     tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-# programs per SM of a persistent swap-AB skinny GEMM (TACHYON_GEMM_SMALL_PERSIST; 0: one per work item)
-DEFAULT_SMALL_PERSIST = 0
-
-
-def small_persist_per_sm() -> int:
-    return int(os.environ.get("TACHYON_GEMM_SMALL_PERSIST", str(DEFAULT_SMALL_PERSIST)))
-
-
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: SmallConfig | None = None, max_programs: int | None = None) -> torch.Tensor:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation.
-    A swap-AB config over more work items than TACHYON_GEMM_SMALL_PERSIST programs per SM (or
-    `max_programs`) runs a persistent grid of that many programs, each looping over items."""
+                      config: SmallConfig | None = None) -> torch.Tensor:
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
@@ -412,16 +290,8 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     split_k = triton.cdiv(K, k_split)
     part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
-    items = triton.cdiv(N, block_n) * split_k
-    if max_programs is None:
-        max_programs = small_persist_per_sm() * sm_count(x.device)
-    grid = triton.cdiv(items, triton.cdiv(items, max_programs)) if 0 < max_programs < items else items
-    es = w.element_size()
-    prefetch = (os.environ.get("TACHYON_GEMM_SMALL_PREFETCH", "0") == "1" and pdl["PDL"] and w.is_contiguous()
-                and w.data_ptr() % 16 == 0 and (K * es) % 16 == 0 and (k_split * es) % 16 == 0)
-    _gemm_swap_kernel[(grid,)](
-        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split, items,
-        w.view(-1).view(torch.uint8) if prefetch else w, PREFETCH=prefetch,
+    _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
+        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
         num_warps=num_warps, **pdl,

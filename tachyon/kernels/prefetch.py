@@ -37,31 +37,6 @@ def _l2_prefetch_kernel(ptr, nbytes, CHUNK: tl.constexpr, LANES: tl.constexpr):
                               [addr, size], dtype=tl.int32, is_pure=False, pack=1)
 
 
-@triton.jit
-def l2_prefetch_range(byte_ptr, start, end, chunk, LANES: tl.constexpr):
-    """Device helper: bulk L2 prefetches of bytes [start, end) of byte_ptr (a uint8 pointer; start, end and
-    chunk multiples of 16), one instruction of at most `chunk` bytes per lane, LANES lanes (so the range must
-    fit in LANES * chunk); lanes past the end issue nothing. A hint: it changes no memory and needs no
-    registers or shared memory beyond the addresses."""
-    off = start + tl.arange(0, LANES).to(tl.int64) * chunk
-    size = tl.minimum(end - off, chunk).to(tl.int32)
-    live = size > 0
-    addr = byte_ptr + tl.where(live, off, start)
-    tl.inline_asm_elementwise(
-        "{\n\t.reg .pred p;\n\tsetp.gt.s32 p, $3, 0;\n\t@p cp.async.bulk.prefetch.L2.global [$1], $2;"
-        "\n\tmov.u32 $0, 0;\n\t}", "=r,l,r,r", [addr, tl.maximum(size, 16), size], dtype=tl.int32,
-        is_pure=False, pack=1)
-
-
-@triton.jit
-def l2_prefetch_segments(byte_ptr, starts, nbytes):
-    """Device helper: one bulk L2 prefetch of `nbytes` (a multiple of 16, > 0) at each byte offset of the
-    tensor `starts` (multiples of 16) from byte_ptr (a uint8 pointer). A hint, as l2_prefetch_range."""
-    tl.inline_asm_elementwise("cp.async.bulk.prefetch.L2.global [$1], $2;\n\tmov.u32 $0, 0;", "=r,l,r",
-                              [byte_ptr + starts, (starts * 0 + nbytes).to(tl.int32)], dtype=tl.int32,
-                              is_pure=False, pack=1)
-
-
 def l2_prefetch_triton(t: torch.Tensor, nbytes: int) -> None:
     require_triton()
     assert t.is_contiguous()
