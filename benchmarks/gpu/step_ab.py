@@ -44,16 +44,40 @@ KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": 
          "l2pf": "TACHYON_L2_PREFETCH_MB"}
 
 
-def variant(name: str) -> tuple[dict, str | None]:
-    """VARIANTS[name], or a composite of knob=value pairs joined by "+" (short names in KNOBS)."""
+def variant(name: str) -> tuple[dict, str | None, dict]:
+    """(environment, fusion override, config overrides) of VARIANTS[name], or of a composite of parts
+    joined by "+": knob=value (short names in KNOBS), or <kind>.<layer>=<config> overriding the warm-up's
+    choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows; config
+    colon-separated ints, or "cublas"), e.g. "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
     if name in VARIANTS:
-        return VARIANTS[name]
+        return (*VARIANTS[name], {})
+    env, overrides = {}, {}
     try:
-        env = {KNOBS[k]: v for k, v in (part.split("=") for part in name.split("+"))}
-    except (KeyError, ValueError):
+        for part in name.split("+"):
+            key, val = part.split("=")
+            if "." in key:
+                kind, layer = key.split(".")
+                assert kind in ("gemv", "small")
+                overrides[(kind, layer)] = None if val == "cublas" else tuple(int(v) for v in val.split(":"))
+            else:
+                env[KNOBS[key]] = val
+    except (KeyError, ValueError, AssertionError):
         raise SystemExit(f"unknown variant {name!r}: one of {sorted(VARIANTS)} or knob=value[+...] over "
-                         f"{sorted(KNOBS)}") from None
-    return env, None
+                         f"{sorted(KNOBS)} / gemv|small.<layer>=<config>") from None
+    return env, None, overrides
+
+
+def set_configs(model: torch.nn.Module, overrides: dict, saved: dict) -> None:
+    """Apply `overrides` {(kind, layer name): config} after restoring every Linear's warm-up choice."""
+    from tachyon.models.layers import Linear
+
+    for parent in model.modules():
+        for attr, m in parent.named_children():
+            if not isinstance(m, Linear):
+                continue
+            gemv, small = saved.setdefault(("cfg", id(m)), (m.gemv_config, m.small_config))
+            m.gemv_config = overrides.get(("gemv", attr), gemv)
+            m.small_config = overrides.get(("small", attr), small)
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
@@ -90,9 +114,10 @@ def main() -> None:
         saved: dict = {}
         for rnd in range(args.rounds):  # rounds interleave the variants (clock / thermal drift)
             for name in args.variants.split(","):
-                env, fusion = variant(name)
+                env, fusion, overrides = variant(name)
                 os.environ.update(BASE | env)
                 set_fusion(runner.model, fusion, saved)
+                set_configs(runner.model, overrides, saved)
                 with torch.inference_mode():
                     g = runner._graph_runner()
                     g.capture([1, 8])
@@ -107,6 +132,7 @@ def main() -> None:
                 res.setdefault(name, []).append(r)
                 print(f"{shape} round {rnd} {name:10s} " + " ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
         set_fusion(runner.model, None, saved)
+        set_configs(runner.model, {}, saved)
         results.append(res)
         (out / "step_ab.json").write_text(json.dumps(results, indent=1))
         del llm, runner
