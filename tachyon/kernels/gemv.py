@@ -122,7 +122,7 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
 
 
 # a batch-1 GEMV reading more weight bytes than this launches without PDL (see _gemv_pdl)
-PDL_GEMV_MAX_BYTES = 32 << 20
+PDL_GEMV_MAX_BYTES = 160 << 20
 
 
 def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
@@ -130,9 +130,11 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     start, for weights up to TACHYON_PDL_GEMV_MAX_MB MiB (default PDL_GEMV_MAX_BYTES); larger GEMVs launch
     without it. On the H200, early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms
     (benchmarks/results/pdl_ab_h200.json), but PDL on every Qwen2.5-7B GEMV (25-1,040 MiB) slowed its
-    step from 3.97 to 4.24 ms; with PDL up to 32 MiB (its qkv and o_proj, not the MLP) the step is
-    4.006 -> 3.94 ms (gemv_pdl_prefetch_ab_h200.json). TACHYON_PDL_GEMV = start | off overrides
-    (triggering after the main loop instead measured 4.02 ms and was dropped)."""
+    step from 3.97 to 4.24 ms. Per projection (gemv_pdl_prefetch_ab_h200.json,
+    gemv_pdl_threshold_ab_h200.json): PDL on qkv and o_proj (31.5 and 24.5 MiB) took the step from 4.006 to
+    3.94 ms, on down (129.5 MiB) as well to 3.89 ms, while PDL on gate_up (259 MiB, 9,472 programs) alone
+    costs 0.34 ms; hence 160 MiB. TACHYON_PDL_GEMV = start | off overrides (triggering after the main loop
+    instead measured 4.02 ms and was dropped)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
     max_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_MAX_MB", "0")) * (1 << 20)) or PDL_GEMV_MAX_BYTES
