@@ -58,9 +58,9 @@ def draw_ok(tokens, probs, n):
     assert tv < max(0.12, math.sqrt((df + 1) / n)), tv  # (the noise alone is ~0.1 at n = 100)
 
 
-# the interpreter is slow: on CPU, Triton draws only for the plain and the all-filters case (the
-# kept set of every case is checked exactly by test_sampling_kept_set)
-TRITON_CASES = SAMPLE_CASES if CUDA else [SAMPLE_CASES[0], SAMPLE_CASES[-1]]
+# the interpreter is slow: on CPU, Triton draws only for the plain, the top-p (the rejection fast path)
+# and the all-filters case (the kept set of every case is checked exactly by test_sampling_kept_set)
+TRITON_CASES = SAMPLE_CASES if CUDA else [SAMPLE_CASES[0], SAMPLE_CASES[2], SAMPLE_CASES[-1]]
 
 
 @pytest.mark.parametrize(
@@ -75,6 +75,28 @@ def test_sampling_distribution(case, impl):
     fn = K.sample_ref if impl == "ref" else K.sample_triton
     tokens = fn(logits.to(DEV).expand(n, V).contiguous(), **row_params(n, T, k, p, mp))
     draw_ok(tokens, probs, n)
+
+
+FAST_CASES = [(4, 0.69, 0.0), (1, 0.08, 0.0), (1, 0.71, 0.0), (2, 0.93, 0.12)]
+
+
+@needs_triton
+@pytest.mark.parametrize("races,p,mp", FAST_CASES if CUDA else FAST_CASES[:2])  # the interpreter is slow
+def test_sampling_fast_path_distribution(monkeypatch, races, p, mp):
+    """Top-p rows without top-k take the rejection fast path: the first of R extra race winners that lies
+    in the kept set, else the exact search. The draws follow the filtered softmax either way: p 0.08 with
+    one race falls back on most rows, p 0.69 / 0.71 put the threshold next to a token with ~10% of the mass
+    on either side (a > / >= slip in the membership test shows), min-p cuts the tail as well."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    monkeypatch.setattr(sampling, "FAST_RACES", races)
+    probs0 = torch.tensor([0.4, 0.2, 0.1, 0.08, 0.07, 0.05, 0.04, 0.03, 0.02, 0.01])
+    logits = probs0.log()[torch.randperm(10, generator=torch.Generator().manual_seed(3))]
+    n = 2000 if CUDA else 400
+    probs = expected_probs(logits, 1.0, 0, p, mp)
+    tokens = sampling.sample_triton(logits.to(DEV).expand(n, 10).contiguous(), **row_params(n, 1.0, 0, p, mp))
+    draw_ok(tokens, probs, n)
+    counts = torch.bincount(tokens.cpu(), minlength=10)
+    assert bool((counts[probs * n >= 20] > 0).all()), (counts, probs)  # no kept token is never drawn
 
 
 @needs_triton
@@ -234,11 +256,12 @@ def test_sampling_greedy_and_top1_exact(impl):
 
 
 @needs_triton
-def test_sampling_batch_independent_and_seeded():
+@pytest.mark.parametrize("k,p,mp", [(20, 0.9, 0.01), (0, 0.9, 0.0)])  # the exact search; the fast path
+def test_sampling_batch_independent_and_seeded(k, p, mp):
     gen = torch.Generator().manual_seed(9)
     B, V = 5, 300
     logits = torch.randn(B, V, generator=gen).to(DEV)
-    params = row_params(B, 1.0, k=20, p=0.9, mp=0.01, seed0=100)
+    params = row_params(B, 1.0, k=k, p=p, mp=mp, seed0=100)
     full = K.sample_triton(logits, **params)
     assert torch.equal(full, K.sample_triton(logits, **params))  # deterministic for (seed, step)
     for r in (0, 3):

@@ -48,14 +48,17 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
     """(environment, fusion override, config overrides) of VARIANTS[name], or of a composite of parts
     joined by "+": knob=value (short names in KNOBS), or <kind>.<layer>=<config> overriding the warm-up's
     choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows; config
-    colon-separated ints, or "cublas"), e.g. "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
+    colon-separated ints, or "cublas"), or races=<R> (the sampler's FAST_RACES), e.g.
+    "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
     if name in VARIANTS:
         return (*VARIANTS[name], {})
     env, overrides = {}, {}
     try:
         for part in name.split("+"):
             key, val = part.split("=")
-            if "." in key:
+            if key == "races":  # the sampler's rejection fast path (kernels/sampling.py FAST_RACES)
+                overrides[("sampler", "FAST_RACES")] = int(val)
+            elif "." in key:
                 kind, layer = key.split(".")
                 assert kind in ("gemv", "small")
                 overrides[(kind, layer)] = None if val == "cublas" else tuple(int(v) for v in val.split(":"))
@@ -68,9 +71,13 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
 
 
 def set_configs(model: torch.nn.Module, overrides: dict, saved: dict) -> None:
-    """Apply `overrides` {(kind, layer name): config} after restoring every Linear's warm-up choice."""
+    """Apply `overrides` {(kind, layer name): config} after restoring every Linear's warm-up choice (and
+    the sampler's FAST_RACES)."""
+    from tachyon.kernels import sampling
     from tachyon.models.layers import Linear
 
+    races = saved.setdefault("FAST_RACES", sampling.FAST_RACES)
+    sampling.FAST_RACES = overrides.get(("sampler", "FAST_RACES"), races)
     for parent in model.modules():
         for attr, m in parent.named_children():
             if not isinstance(m, Linear):

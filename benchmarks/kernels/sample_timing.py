@@ -52,7 +52,8 @@ def main() -> None:
                                                    "HIST_BINS=1024' (module constants of kernels/sampling.py)")
     args = ap.parse_args()
     rows = []
-    defaults = dict(HIST_BINS=sampling.HIST_BINS, PROGRAMS_PER_SM=sampling.PROGRAMS_PER_SM)
+    defaults = dict(HIST_BINS=sampling.HIST_BINS, PROGRAMS_PER_SM=sampling.PROGRAMS_PER_SM,
+                    FAST_RACES=sampling.FAST_RACES)
     for variant in args.variants.split(";"):
         knobs = dict(defaults)
         knobs.update({k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)})

@@ -54,7 +54,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, require_triton, sm_count, triton
 from tachyon.kernels.sampling_finish import _finish_kernel
-from tachyon.kernels.sampling_kernels import _hist_kernel, _select_kernel, _stats_kernel
+from tachyon.kernels.sampling_kernels import _fastmass_kernel, _hist_kernel, _select_kernel, _stats_kernel
 
 GREEDY_EPS = 1e-5
 CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search
@@ -65,6 +65,9 @@ SEARCH_WAYS = 8  # thresholds tested per pass of the exact search
 # B=8, T 0.7, top-p 0.9) the step took 4.33 / 4.31 / 4.57 ms: at 256 bins its brackets overflow the
 # candidates and rows take the slower refine pass. 512 is the best of both.
 HIST_BINS = 512
+# rejection fast path for top-p rows without top-k: R extra races (a power of two); each winner lies in the
+# kept set with probability >= top_p, so the exact search runs for a row with probability <= (1 - top_p)^R
+FAST_RACES = 4
 MAX_CHUNKS = 256  # vocab chunks per row (programs per row of the chunked kernels)
 PROGRAMS_PER_SM = 4  # chunked kernels: about this many programs per SM over the batch
 STREAM_BLOCK = 1024  # logits per block of the streaming loops (chunks are multiples of it)
@@ -137,7 +140,8 @@ def sample_triton(
 ) -> torch.Tensor:
     """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring).
     `thresholds` (int32 [B], fp32 [B]), if given, receive each filtered row's key threshold and min-p
-    logit bound, which define its kept set (tests read them)."""
+    logit bound, which define its kept set (tests read them); the rejection fast path is then off, so
+    that every row's kept set is computed."""
     require_triton()
     B, V = logits.shape
     dev = logits.device
@@ -146,6 +150,7 @@ def sample_triton(
     assert logits.stride(-1) == 1
     temperature, top_k, top_p, min_p = temperature.float(), top_k.to(torch.int32), top_p.float(), min_p.float()
     seeds, steps = seeds.to(torch.int64), steps.to(torch.int64)
+    thresholds_given = thresholds is not None
     if thresholds is None:
         thresholds = (torch.empty(B, dtype=torch.int32, device=dev), torch.empty(B, dtype=torch.float32, device=dev))
     key_thr, s_min = thresholds
@@ -160,20 +165,30 @@ def sample_triton(
     stat, part_s, rowf, cand_s = _aligned_split(torch.float32, [2 * B * nchunk, B * nchunk, 8 * B, B * cap], dev)
     part_i, hist, rowh, hist2, cnt, rowi, cand_i = _aligned_split(
         torch.int32, [B * nchunk, B * nchunk * NB, B * NB, 2 * B * NB, 2 * B, 8 * B, B * cap], dev)
-    rowacc = torch.empty(4 * B, dtype=torch.int64, device=dev)
+    fast = FAST_RACES > 0 and not thresholds_given
+    R = FAST_RACES if fast else 1
+    assert R & (R - 1) == 0, "FAST_RACES must be a power of two"
+    fast_s, fastw_s = _aligned_split(torch.float32, [B * R * nchunk, B * R], dev)
+    fast_i, fastw_i, fast_tok = _aligned_split(torch.int32, [B * R * nchunk, B * R, B], dev)
+    rowacc, fastacc = _aligned_split(torch.int64, [4 * B, B * (R + 1)], dev)
     out = torch.empty(B, dtype=torch.int64, device=dev)
     rows = (temperature, top_k, top_p, min_p)
     # fp fusion off: s, q get the same bits in every kernel
     cpad = next_pow2(MAX_CHUNKS)  # not next_pow2(nchunk): one compile serves every batch size
     opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False, **pdl_args(dev))
     _stats_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, stat, rowh, rowacc,
-                               hist2, cnt, V, chunk, nchunk, NB=NB, num_warps=4, **opts)
-    _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, V, chunk, nchunk,
-                              CPAD=cpad, NB=NB, num_warps=4, **opts)
+                               hist2, cnt, fast_s, fast_i, fastacc, fast_tok, V, chunk, nchunk, NB=NB, num_warps=4,
+                               FAST=fast, R=R, **opts)
+    if fast:
+        _fastmass_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, fast_s, fast_i, fastw_s, fastw_i, fastacc,
+                                      V, chunk, nchunk, CPAD=cpad, R=R, num_warps=4, **opts)
+    _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, fastacc, fastw_s,
+                              fastw_i, fast_tok, V, chunk, nchunk, CPAD=cpad, NB=NB, FAST=fast, R=R, num_warps=4,
+                              **opts)
     _select_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowh,
-                                rowacc, hist, hist2, cnt, cand_s, cand_i, V, chunk, nchunk, cap, NB=NB, num_warps=4,
-                                **opts)
+                                rowacc, hist, hist2, cnt, cand_s, cand_i, fast_tok, V, chunk, nchunk, cap, NB=NB,
+                                num_warps=4, **opts)
     _finish_kernel[(B,)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowacc, hist2,
-                         cand_s, cand_i, out, key_thr, s_min, V, nchunk, cap, CPAD=cpad, NB=NB,
+                         cand_s, cand_i, fast_tok, out, key_thr, s_min, V, nchunk, cap, CPAD=cpad, NB=NB,
                          BLOCK_C=max(16, min(1024, next_pow2(cap))), WAYS=SEARCH_WAYS, num_warps=8, **opts)
     return out

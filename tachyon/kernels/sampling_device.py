@@ -69,6 +69,19 @@ def _philox(seed, step, i4):
 
 
 @triton.jit
+def _race_blocks(s, seed, step, start, R: tl.constexpr, BLOCK: tl.constexpr):
+    """Gumbel scores [R, BLOCK] of the block of vocab indices start + [0, BLOCK) in R further independent
+    streams of (seed, step): race r uses philox counter word 3 = r + 1 (the main race, _race_block,
+    uses 0); index i uses word i % 4 of counter i // 4, as there."""
+    i4 = (start // 4 + tl.arange(0, BLOCK // 4)).to(tl.uint32)[None, :] + tl.zeros([R, BLOCK // 4], tl.uint32)
+    c3 = (tl.arange(0, R) + 1).to(tl.uint32)[:, None] + i4 * 0
+    z = i4 * 0
+    r0, r1, r2, r3 = tl.philox(seed, i4, z + step.to(tl.uint32), z + (step >> 32).to(tl.uint32), c3)
+    u = tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), [R, BLOCK])
+    return _gumbel(s[None, :], u)
+
+
+@triton.jit
 def _race_block(s, seed, step, start, BLOCK: tl.constexpr):
     """Gumbel scores of the block of vocab indices start + [0, BLOCK) (start % 4 == 0): index i uses
     word i % 4 of counter i // 4, so one philox call serves 4 indices."""
@@ -96,6 +109,13 @@ def _best(bestv, besti):
     """(score, index) of a lane vector's best: the max score, the lowest index among ties."""
     vmax = tl.max(bestv, 0)
     return vmax, tl.min(tl.where(bestv == vmax, besti, 2147483647), 0)
+
+
+@triton.jit
+def _best_rows(bestv, besti):
+    """Per row of [R, N] lane tiles: (max score, lowest index among its ties) -> two [R] vectors."""
+    vmax = tl.max(bestv, 1)
+    return vmax, tl.min(tl.where(bestv == vmax[:, None], besti, 2147483647), 1)
 
 
 @triton.jit
@@ -237,6 +257,21 @@ def _mass_from(base, n, inv_t, m, t, BLOCK: tl.constexpr):
 def _topp_target(p, z):
     """Fixed-point top-p target: top_p times the fixed-point mass z (top_p <= 0 keeps the top token)."""
     return _to_fixed(tl.maximum(p * _from_fixed(z), 1e-30))
+
+
+@triton.jit
+def _fast_pick(fastacc_ptr, fastw_s_ptr, fastw_i_ptr, row, p, s_min, R: tl.constexpr):
+    """The rejection fast path's token for a top-p row (top-k off), or -1: the first of the R race winners
+    whose fixed-point mass strictly above its key is below the top-p target (i.e. it lies in the kept set
+    {key >= t}: t is the largest key whose mass at or above reaches the target) and with s >= s_min."""
+    rr = tl.arange(0, R)
+    z = tl.load(fastacc_ptr + row * (R + 1))
+    above = tl.load(fastacc_ptr + row * (R + 1) + 1 + rr)
+    sw = tl.load(fastw_s_ptr + row * R + rr)
+    iw = tl.load(fastw_i_ptr + row * R + rr)
+    ok = (above < _topp_target(p, z)) & (sw >= s_min)
+    first = tl.min(tl.where(ok, rr, R), 0)
+    return tl.where(first < R, tl.sum(tl.where(rr == first, iw, 0), 0), -1)
 
 
 @triton.jit

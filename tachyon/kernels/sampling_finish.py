@@ -32,7 +32,7 @@ from tachyon.kernels.sampling_device import (
 @triton.jit(do_not_specialize=["NCHUNK"])
 def _finish_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
-    rowf_ptr, rowi_ptr, rowacc_ptr, hist2_ptr, cand_s_ptr, cand_i_ptr, out_ptr, key_thr_ptr, s_min_ptr,
+    rowf_ptr, rowi_ptr, rowacc_ptr, hist2_ptr, cand_s_ptr, cand_i_ptr, fast_tok_ptr, out_ptr, key_thr_ptr, s_min_ptr,
     V, NCHUNK, CAP, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
     BLOCK: tl.constexpr, BLOCK_C: tl.constexpr, WAYS: tl.constexpr, PDL: tl.constexpr,
 ):
@@ -45,13 +45,17 @@ def _finish_kernel(
     Then, on the candidates: top-k threshold = count search for the key of the (k - tokens above)-th
     candidate of the K bracket; top-p threshold = mass search for the key where the mass above the P
     bracket plus the candidates' mass at or above it reaches top_p * (top-k mass, or total); the
-    threshold is the larger one, and the candidates race with it."""
+    threshold is the larger one, and the candidates race with it.
+    A row the rejection fast path picked (fast_tok >= 0) takes that token; its kept set is not computed
+    (key_thr INT32_MIN, s_min -inf)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * stride_l
     T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
                                                                      V, GREEDY_EPS)
+    fast_tok = tl.load(fast_tok_ptr + row)
+    filtered = filtered & (fast_tok < 0)
     cc = tl.arange(0, CPAD)
     cm = cc < NCHUNK
     best_s, best_i = _best(tl.load(part_s_ptr + row * NCHUNK + cc, mask=cm, other=float("-inf")),
@@ -196,6 +200,6 @@ def _finish_kernel(
                 better = (vmax > best_s) | ((vmax == best_s) & (vidx < best_i))
                 best_s = tl.where(better, vmax, best_s)
                 best_i = tl.where(better, vidx, best_i)
-    tl.store(out_ptr + row, best_i.to(tl.int64))
+    tl.store(out_ptr + row, tl.where(fast_tok >= 0, fast_tok, best_i).to(tl.int64))
     tl.store(key_thr_ptr + row, t)
     tl.store(s_min_ptr + row, s_min)

@@ -8,12 +8,15 @@ from tachyon.kernels._triton import pdl_trigger, pdl_wait, tl, triton
 from tachyon.kernels.sampling_device import (
     _at,
     _best,
+    _best_rows,
     _bins,
     _compact,
+    _fast_pick,
     _fixed,
     _from_fixed,
     _mass_bounds,
     _race_block,
+    _race_blocks,
     _row_keys,
     _row_params,
     _sub_bins,
@@ -29,18 +32,25 @@ from tachyon.kernels.sampling_device import (
 # hist2 [B, 2, NB] (sub-bin counts of the P and K brackets), cnt [B, 2] (candidate slots taken).
 # Written once by chunk 0: rowf [B, 8] (m, inv_w, s_min, P sub-bin scale), rowi [B, 8] (mode, a1,
 # a2, bk, nP, nK, tokens above bk).
+# Rejection fast path (FAST, top-p rows with top-k off): fast_s / fast_i [B, R, NCHUNK] (the chunks'
+# winners of R extra races), fastw_s / fastw_i [B, R] (the row's winners: s and index), fastacc [B, R + 1]
+# int64 (zeroed by stats' chunk 0: the row's fixed-point total, and the mass strictly above each winner's
+# key), fast_tok [B] (written by hist's chunk 0: the accepted winner, or -1 when the exact path runs).
 
 
 @triton.jit(do_not_specialize=["NCHUNK"])
 def _stats_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
-    stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, V, CHUNK, NCHUNK,
-    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr,
+    stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, fast_s_ptr, fast_i_ptr, fastacc_ptr, fast_tok_ptr, V, CHUNK,
+    NCHUNK,
+    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, FAST: tl.constexpr, R: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Program (row, chunk), one read of the chunk. Greedy rows: the chunk's best (raw logit, index);
     unfiltered rows: the chunk's Gumbel race winner (score, index) -> part_s / part_i [B, NCHUNK].
-    Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]. Chunk 0 zeroes the
-    row's atomic accumulators."""
+    Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]; with FAST, top-p rows
+    without top-k also run R extra races -> fast_s / fast_i. Chunk 0 zeroes the row's atomic
+    accumulators."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0)
@@ -56,6 +66,10 @@ def _stats_kernel(
         j4 = tl.arange(0, 4)
         tl.store(rowacc_ptr + row * 4 + j4, j4.to(tl.int64) * 0)
         tl.store(cnt_ptr + row * 2 + j4, j4 * 0, mask=j4 < 2)
+        jr = tl.arange(0, 2 * R)
+        tl.store(fastacc_ptr + row * (R + 1) + jr, jr.to(tl.int64) * 0, mask=jr < R + 1)
+        tl.store(fast_tok_ptr + row, -1)
+    fast = filtered & use_p & (~use_k) & (FAST != 0)
     offs0 = tl.arange(0, BLOCK)
     bestv = tl.full([BLOCK], float("-inf"), tl.float32)
     besti = tl.zeros([BLOCK], tl.int32)
@@ -68,6 +82,29 @@ def _stats_kernel(
             upd = x > bestv
             bestv = tl.where(upd, x, bestv)
             besti = tl.where(upd, offs, besti)
+    elif fast:  # as the filtered rows below, plus R races for the rejection fast path
+        seed = tl.load(seed_ptr + row)
+        step = tl.load(step_ptr + row)
+        mv = tl.full([BLOCK], float("-inf"), tl.float32)
+        lov = tl.full([BLOCK], float("inf"), tl.float32)
+        bv2 = tl.full([R, BLOCK], float("-inf"), tl.float32)
+        bi2 = tl.zeros([R, BLOCK], tl.int32)
+        for start in range(c0, c1, BLOCK):
+            offs = start + offs0
+            s, valid, key = _row_keys(base, offs, c1, inv_t)
+            mv = tl.maximum(mv, tl.where(valid, s, float("-inf")))
+            lov = tl.minimum(lov, tl.where(valid & (s > float("-inf")), s, float("inf")))
+            sc = tl.where(valid[None, :], _race_blocks(s, seed, step, start, R, BLOCK), float("-inf"))
+            oi = offs[None, :] + bi2 * 0
+            upd = (sc > bv2) | ((sc == bv2) & (oi < bi2))
+            bv2 = tl.where(upd, sc, bv2)
+            bi2 = tl.where(upd, oi, bi2)
+        tl.store(stat_ptr + (row * 2) * NCHUNK + c, tl.max(mv, 0))
+        tl.store(stat_ptr + (row * 2 + 1) * NCHUNK + c, tl.min(lov, 0))
+        rv, ri = _best_rows(bv2, bi2)
+        rr = tl.arange(0, R)
+        tl.store(fast_s_ptr + (row * R + rr) * NCHUNK + c, rv)
+        tl.store(fast_i_ptr + (row * R + rr) * NCHUNK + c, ri)
     elif filtered:
         mv = tl.full([BLOCK], float("-inf"), tl.float32)
         lov = tl.full([BLOCK], float("inf"), tl.float32)
@@ -91,15 +128,60 @@ def _stats_kernel(
 
 
 @triton.jit(do_not_specialize=["NCHUNK"])
+def _fastmass_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, stat_ptr, fast_s_ptr, fast_i_ptr, fastw_s_ptr,
+    fastw_i_ptr, fastacc_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr,
+    R: tl.constexpr, PDL: tl.constexpr,
+):
+    """Program (row, chunk) of a fast-path row (top-p, top-k off), one read of the chunk: the row's R race
+    winners (best over the chunks' winners; chunk 0 stores their s and index in fastw_s / fastw_i), then
+    the chunk's fixed-point mass exp(s - m) in total and strictly above each winner's key (-> fastacc)."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
+    row = tl.program_id(0)
+    c = tl.program_id(1)
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    if filtered & use_p & (~use_k):
+        cc = tl.arange(0, CPAD)
+        cm = cc < NCHUNK
+        m = tl.max(tl.load(stat_ptr + (row * 2) * NCHUNK + cc, mask=cm, other=float("-inf")), 0)
+        rr = tl.arange(0, R)
+        wi2 = (row * R + rr)[:, None] * NCHUNK + cc[None, :]
+        wv, wi = _best_rows(tl.load(fast_s_ptr + wi2, mask=cm[None, :], other=float("-inf")),
+                            tl.load(fast_i_ptr + wi2, mask=cm[None, :], other=2147483647))
+        base = logits_ptr + row.to(tl.int64) * stride_l
+        sw, _, kw = _row_keys(base, wi, V, inv_t)
+        if c == 0:
+            tl.store(fastw_s_ptr + row * R + rr, sw)
+            tl.store(fastw_i_ptr + row * R + rr, wi)
+        offs0 = tl.arange(0, BLOCK)
+        c0 = c * CHUNK
+        c1 = tl.minimum(c0 + CHUNK, V)
+        zacc = tl.zeros([BLOCK], tl.int64)
+        above = tl.zeros([R, BLOCK], tl.int64)
+        for start in range(c0, c1, BLOCK):
+            s, valid, key = _row_keys(base, start + offs0, c1, inv_t)
+            ef = _fixed(s, m, valid)
+            zacc += ef
+            above += tl.where(key[None, :] > kw[:, None], ef[None, :], 0)
+        tl.atomic_add(fastacc_ptr + row * (R + 1), tl.sum(zacc, 0))
+        tl.atomic_add(fastacc_ptr + row * (R + 1) + 1 + rr, tl.sum(above, 1))
+
+
+@triton.jit(do_not_specialize=["NCHUNK"])
 def _hist_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, stat_ptr, rowf_ptr, rowh_ptr, rowacc_ptr,
-    hist_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr, NB: tl.constexpr, GREEDY_EPS: tl.constexpr,
-    BLOCK: tl.constexpr, PDL: tl.constexpr,
+    hist_ptr, fastacc_ptr, fastw_s_ptr, fastw_i_ptr, fast_tok_ptr, V, CHUNK, NCHUNK, CPAD: tl.constexpr,
+    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, FAST: tl.constexpr, R: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     """Program (row, chunk) of a filtered row: m = max s, inv_w = NB / (m - min finite s) and
-    s_min = m + log(min_p) from the chunk stats (chunk 0 stores them in rowf). Top-k / top-p rows, one
-    read of the chunk: its count histogram over the NB bins of q = (m - s) * inv_w (-> hist
-    [B, NCHUNK, NB], and added to rowh) and its fixed-point mass sum(exp(s - m)) (added to rowacc[0])."""
+    s_min = m + log(min_p) from the chunk stats (chunk 0 stores them in rowf). FAST top-p rows (top-k
+    off): the rejection fast path's pick (chunk 0 stores it in fast_tok); a row with a pick is done.
+    Other top-k / top-p rows, one read of the chunk: its count histogram over the NB bins of
+    q = (m - s) * inv_w (-> hist [B, NCHUNK, NB], and added to rowh) and its fixed-point mass
+    sum(exp(s - m)) (added to rowacc[0])."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0)
@@ -112,12 +194,16 @@ def _hist_kernel(
         m = tl.max(tl.load(stat_ptr + (row * 2) * NCHUNK + cc, mask=cm, other=float("-inf")), 0)
         lo = tl.min(tl.load(stat_ptr + (row * 2 + 1) * NCHUNK + cc, mask=cm, other=float("inf")), 0)
         inv_w = NB / tl.maximum(m - lo, 1e-30)
+        s_min = tl.where(mp > 0.0, m + tl.log(tl.where(mp > 0.0, mp, 1.0)), float("-inf"))
+        tok = row * 0 - 1
+        if FAST:
+            tok = tl.where(use_p & ~use_k, _fast_pick(fastacc_ptr, fastw_s_ptr, fastw_i_ptr, row, p, s_min, R), -1)
         if c == 0:
             tl.store(rowf_ptr + row * 8, m)
             tl.store(rowf_ptr + row * 8 + 1, inv_w)
-            tl.store(rowf_ptr + row * 8 + 2, tl.where(mp > 0.0, m + tl.log(tl.where(mp > 0.0, mp, 1.0)),
-                                                      float("-inf")))
-        if use_k | use_p:
+            tl.store(rowf_ptr + row * 8 + 2, s_min)
+            tl.store(fast_tok_ptr + row, tok)
+        if (use_k | use_p) & (tok < 0):
             base = logits_ptr + row.to(tl.int64) * stride_l
             offs0 = tl.arange(0, BLOCK)
             jj = tl.arange(0, NB)
@@ -139,7 +225,7 @@ def _hist_kernel(
 @triton.jit(do_not_specialize=["NCHUNK"])
 def _select_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
-    rowf_ptr, rowi_ptr, rowh_ptr, rowacc_ptr, hist_ptr, hist2_ptr, cnt_ptr, cand_s_ptr, cand_i_ptr,
+    rowf_ptr, rowi_ptr, rowh_ptr, rowacc_ptr, hist_ptr, hist2_ptr, cnt_ptr, cand_s_ptr, cand_i_ptr, fast_tok_ptr,
     V, CHUNK, NCHUNK, CAP, NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (row, chunk) of a filtered row, one read of the chunk.
@@ -151,14 +237,14 @@ def _select_kernel(
     from the candidates depends on it). REFINE: it adds its sub-bin counts of both brackets to hist2.
     Either way it adds its fixed-point masses above / inside the brackets to rowacc.
     Every filtered row: the chunk's race winner among the tokens surely kept (s >= s_min and above
-    both brackets) -> part_s / part_i. Chunk 0 stores the brackets."""
+    both brackets) -> part_s / part_i. Chunk 0 stores the brackets. Rows the fast path picked are done."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0)
     c = tl.program_id(1)
     T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
                                                                      V, GREEDY_EPS)
-    if filtered:
+    if filtered & (tl.load(fast_tok_ptr + row) < 0):
         base = logits_ptr + row.to(tl.int64) * stride_l
         m = tl.load(rowf_ptr + row * 8)
         inv_w = tl.load(rowf_ptr + row * 8 + 1)
