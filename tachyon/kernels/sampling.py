@@ -33,8 +33,18 @@ with C = min(V / 1024, PROGRAMS_PER_SM * SMs / B) (every program reads its chunk
             (WAYS+1)-ary key search over the whole row (slow). Then the exact thresholds on the
             candidates: the same key search, by count (top-k) and by mass plus the mass above the
             bracket (top-p); the candidates race with t; the best of all partial races is the token.
-So: 4 launches and 3 chunked passes over the logits per step whatever the size of the kept set (the
-row's max and min, its histogram, then the compaction and race), instead of one program per row
+Rejection fast path (FAST_RACES = R > 0, rows with top-p and top-k off, unless `thresholds` are asked
+for): two more chunked kernels between stats and hist. races: R more Gumbel races over the row in streams
+1..R of (seed, step) (the main race uses stream 0); fastmass: the row's fixed-point total and the mass
+strictly above each race winner's key. A winner lies in the kept set iff that mass is below the top-p
+target (the same fixed-point target the exact search uses; ties with it are kept, as there) and its
+s >= s_min; hist's chunk 0 records the first such winner in fast_tok and every later kernel skips a row
+that has one. Each race's winner is an exact draw from softmax(s), so the first winner inside the kept
+set is a draw from the filtered distribution (rejection sampling); a row where all R miss (probability
+<= (1 - top_p)^R) takes the exact search below, with stream 0: the mixture is still that distribution.
+It replaces the histogram, bracket and candidate passes (the costly ones) for almost every top-p row.
+So: 4 launches (6 with the fast path) and 3 chunked passes over the logits per step whatever the size of
+the kept set (the row's max and min, its histogram, then the compaction and race), instead of one program per row
 walking the row ~14 times when the kept set is large. Why brackets and not an exact radix select:
 Triton has no shared-memory atomics, so a per-bin *mass* histogram costs ~NB operations per token
 (one-hot sums), while a count histogram (tl.histogram) costs a few; count-derived mass bounds are
@@ -54,7 +64,13 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, require_triton, sm_count, triton
 from tachyon.kernels.sampling_finish import _finish_kernel
-from tachyon.kernels.sampling_kernels import _fastmass_kernel, _hist_kernel, _select_kernel, _stats_kernel
+from tachyon.kernels.sampling_kernels import (
+    _fastmass_kernel,
+    _hist_kernel,
+    _races_kernel,
+    _select_kernel,
+    _stats_kernel,
+)
 
 GREEDY_EPS = 1e-5
 CANDIDATES = 4096  # per-row candidate buffer of the Triton top-k / top-p search
@@ -177,9 +193,10 @@ def sample_triton(
     cpad = next_pow2(MAX_CHUNKS)  # not next_pow2(nchunk): one compile serves every batch size
     opts = dict(GREEDY_EPS=GREEDY_EPS, BLOCK=BLOCK, enable_fp_fusion=False, **pdl_args(dev))
     _stats_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, stat, rowh, rowacc,
-                               hist2, cnt, fast_s, fast_i, fastacc, fast_tok, V, chunk, nchunk, NB=NB, num_warps=4,
-                               FAST=fast, R=R, **opts)
+                               hist2, cnt, fastacc, fast_tok, V, chunk, nchunk, NB=NB, R=R, num_warps=4, **opts)
     if fast:
+        _races_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, fast_s, fast_i, V, chunk, nchunk,
+                                   R=R, num_warps=4, **opts)
         _fastmass_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, fast_s, fast_i, fastw_s, fastw_i, fastacc,
                                       V, chunk, nchunk, CPAD=cpad, R=R, num_warps=4, **opts)
     _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, fastacc, fastw_s,

@@ -16,7 +16,7 @@ from tachyon.kernels.sampling_device import (
     _from_fixed,
     _mass_bounds,
     _race_block,
-    _race_blocks,
+    _race_block_stream,
     _row_keys,
     _row_params,
     _sub_bins,
@@ -41,16 +41,13 @@ from tachyon.kernels.sampling_device import (
 @triton.jit(do_not_specialize=["NCHUNK"])
 def _stats_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, part_s_ptr, part_i_ptr,
-    stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, fast_s_ptr, fast_i_ptr, fastacc_ptr, fast_tok_ptr, V, CHUNK,
-    NCHUNK,
-    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, FAST: tl.constexpr, R: tl.constexpr,
-    PDL: tl.constexpr,
+    stat_ptr, rowh_ptr, rowacc_ptr, hist2_ptr, cnt_ptr, fastacc_ptr, fast_tok_ptr, V, CHUNK, NCHUNK,
+    NB: tl.constexpr, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, R: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (row, chunk), one read of the chunk. Greedy rows: the chunk's best (raw logit, index);
     unfiltered rows: the chunk's Gumbel race winner (score, index) -> part_s / part_i [B, NCHUNK].
-    Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]; with FAST, top-p rows
-    without top-k also run R extra races -> fast_s / fast_i. Chunk 0 zeroes the row's atomic
-    accumulators."""
+    Filtered rows: the chunk's max s and min finite s -> stat [B, 2, NCHUNK]. Chunk 0 zeroes the row's
+    atomic accumulators (and sets fast_tok to -1)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0)
@@ -69,7 +66,6 @@ def _stats_kernel(
         jr = tl.arange(0, 2 * R)
         tl.store(fastacc_ptr + row * (R + 1) + jr, jr.to(tl.int64) * 0, mask=jr < R + 1)
         tl.store(fast_tok_ptr + row, -1)
-    fast = filtered & use_p & (~use_k) & (FAST != 0)
     offs0 = tl.arange(0, BLOCK)
     bestv = tl.full([BLOCK], float("-inf"), tl.float32)
     besti = tl.zeros([BLOCK], tl.int32)
@@ -82,29 +78,6 @@ def _stats_kernel(
             upd = x > bestv
             bestv = tl.where(upd, x, bestv)
             besti = tl.where(upd, offs, besti)
-    elif fast:  # as the filtered rows below, plus R races for the rejection fast path
-        seed = tl.load(seed_ptr + row)
-        step = tl.load(step_ptr + row)
-        mv = tl.full([BLOCK], float("-inf"), tl.float32)
-        lov = tl.full([BLOCK], float("inf"), tl.float32)
-        bv2 = tl.full([R, BLOCK], float("-inf"), tl.float32)
-        bi2 = tl.zeros([R, BLOCK], tl.int32)
-        for start in range(c0, c1, BLOCK):
-            offs = start + offs0
-            s, valid, key = _row_keys(base, offs, c1, inv_t)
-            mv = tl.maximum(mv, tl.where(valid, s, float("-inf")))
-            lov = tl.minimum(lov, tl.where(valid & (s > float("-inf")), s, float("inf")))
-            sc = tl.where(valid[None, :], _race_blocks(s, seed, step, start, R, BLOCK), float("-inf"))
-            oi = offs[None, :] + bi2 * 0
-            upd = (sc > bv2) | ((sc == bv2) & (oi < bi2))
-            bv2 = tl.where(upd, sc, bv2)
-            bi2 = tl.where(upd, oi, bi2)
-        tl.store(stat_ptr + (row * 2) * NCHUNK + c, tl.max(mv, 0))
-        tl.store(stat_ptr + (row * 2 + 1) * NCHUNK + c, tl.min(lov, 0))
-        rv, ri = _best_rows(bv2, bi2)
-        rr = tl.arange(0, R)
-        tl.store(fast_s_ptr + (row * R + rr) * NCHUNK + c, rv)
-        tl.store(fast_i_ptr + (row * R + rr) * NCHUNK + c, ri)
     elif filtered:
         mv = tl.full([BLOCK], float("-inf"), tl.float32)
         lov = tl.full([BLOCK], float("inf"), tl.float32)
@@ -125,6 +98,43 @@ def _stats_kernel(
     vmax, idx = _best(bestv, besti)
     tl.store(part_s_ptr + row * NCHUNK + c, vmax)
     tl.store(part_i_ptr + row * NCHUNK + c, idx)
+
+
+@triton.jit(do_not_specialize=["NCHUNK"])
+def _races_kernel(
+    logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, fast_s_ptr, fast_i_ptr,
+    V, CHUNK, NCHUNK, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, R: tl.constexpr, PDL: tl.constexpr,
+):
+    """Program (row, chunk) of a fast-path row (top-p, top-k off), one read of the chunk: the winners
+    (score, index) of R Gumbel races in streams 1..R of (seed, step) -> fast_s / fast_i [B, R, NCHUNK].
+    A kernel of its own so that the stats kernel, which every step runs, keeps its registers."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
+    row = tl.program_id(0)
+    c = tl.program_id(1)
+    T, k, p, mp, inv_t, greedy, use_k, use_p, filtered = _row_params(temp_ptr, topk_ptr, topp_ptr, minp_ptr, row,
+                                                                     V, GREEDY_EPS)
+    if filtered & use_p & (~use_k):
+        base = logits_ptr + row.to(tl.int64) * stride_l
+        seed = tl.load(seed_ptr + row)
+        step = tl.load(step_ptr + row)
+        offs0 = tl.arange(0, BLOCK)
+        c0 = c * CHUNK
+        c1 = tl.minimum(c0 + CHUNK, V)
+        rr = tl.arange(0, R)
+        bv = tl.full([R], float("-inf"), tl.float32)  # per race: best (score, index) so far; a block's best
+        bi = tl.zeros([R], tl.int32)  # is reduced at once, so no [R, BLOCK] state lives across the loop
+        for start in range(c0, c1, BLOCK):
+            offs = start + offs0
+            s, valid, key = _row_keys(base, offs, c1, inv_t)
+            for r in range(R):  # one race at a time (a run-time loop: registers as for one race)
+                sc = tl.where(valid, _race_block_stream(s, seed, step, start, (r + 1), BLOCK), float("-inf"))
+                rv, ri = _best(sc, offs)
+                upd = (rr == r) & (rv > bv)  # blocks come in index order: a tie keeps the earlier, lower index
+                bv = tl.where(upd, rv, bv)
+                bi = tl.where(upd, ri, bi)
+        tl.store(fast_s_ptr + (row * R + rr) * NCHUNK + c, bv)
+        tl.store(fast_i_ptr + (row * R + rr) * NCHUNK + c, bi)
 
 
 @triton.jit(do_not_specialize=["NCHUNK"])
@@ -159,14 +169,14 @@ def _fastmass_kernel(
         c0 = c * CHUNK
         c1 = tl.minimum(c0 + CHUNK, V)
         zacc = tl.zeros([BLOCK], tl.int64)
-        above = tl.zeros([R, BLOCK], tl.int64)
+        above = tl.zeros([R], tl.int64)  # reduced per block: no [R, BLOCK] state across the loop
         for start in range(c0, c1, BLOCK):
             s, valid, key = _row_keys(base, start + offs0, c1, inv_t)
             ef = _fixed(s, m, valid)
             zacc += ef
-            above += tl.where(key[None, :] > kw[:, None], ef[None, :], 0)
+            above += tl.sum(tl.where(key[None, :] > kw[:, None], ef[None, :], 0), 1)
         tl.atomic_add(fastacc_ptr + row * (R + 1), tl.sum(zacc, 0))
-        tl.atomic_add(fastacc_ptr + row * (R + 1) + 1 + rr, tl.sum(above, 1))
+        tl.atomic_add(fastacc_ptr + row * (R + 1) + 1 + rr, above)
 
 
 @triton.jit(do_not_specialize=["NCHUNK"])
