@@ -77,13 +77,15 @@ def _race_block(s, seed, step, start, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _race_block_stream(s, seed, step, start, stream, BLOCK: tl.constexpr):
-    """As _race_block, in a further independent stream of (seed, step): philox counter word 3 = stream
-    (the main race uses 0; the rejection fast path's race r uses r + 1)."""
-    i4 = (start // 4 + tl.arange(0, BLOCK // 4)).to(tl.uint32)
+def _race_blocks(s, seed, step, start, R: tl.constexpr, BLOCK: tl.constexpr):
+    """Gumbel scores [R, BLOCK] of the block of vocab indices start + [0, BLOCK) in R further independent
+    streams of (seed, step): race r uses philox counter word 3 = r + 1 (the main race, _race_block, uses
+    0); index i uses word i % 4 of counter i // 4, as there."""
+    i4 = (start // 4 + tl.arange(0, BLOCK // 4)).to(tl.uint32)[None, :] + tl.zeros([R, BLOCK // 4], tl.uint32)
+    c3 = (tl.arange(0, R) + 1).to(tl.uint32)[:, None] + i4 * 0
     z = i4 * 0
-    r0, r1, r2, r3 = tl.philox(seed, i4, z + step.to(tl.uint32), z + (step >> 32).to(tl.uint32), z + stream)
-    return _gumbel(s, tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), [BLOCK]))
+    r0, r1, r2, r3 = tl.philox(seed, i4, z + step.to(tl.uint32), z + (step >> 32).to(tl.uint32), c3)
+    return _gumbel(s[None, :], tl.reshape(tl.join(tl.join(r0, r2), tl.join(r1, r3)), [R, BLOCK]))
 
 
 @triton.jit

@@ -3,9 +3,9 @@
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/fast_sampler.sh  (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
-timeout 150 python3 -m pytest -q tests/test_kernels_sampling.py 2>&1 | tail -3
+[ -n "$SKIP_TESTS" ] || timeout 150 python3 -m pytest -q tests/test_kernels_sampling.py 2>&1 | tail -3
 timeout 100 python3 benchmarks/kernels/sample_timing.py --batches 8,256 --out $OUT/sample \
-  --variants "FAST_RACES=0;FAST_RACES=4;FAST_RACES=2;FAST_RACES=8" 2>&1 | grep -v -i warn | grep -v " ok=True" | tail -5
+  --variants "${SAMPLER_VARIANTS:-FAST_RACES=0;FAST_RACES=4;FAST_RACES=2;FAST_RACES=8}" 2>&1 | grep -v -i warn | grep -v " ok=True" | tail -5
 python3 -c "
 import json; d = json.load(open('$OUT/sample/sample_timing.json'))
 for r in d['rows']: print(r['FAST_RACES'], r['B'], r['logits'], r['mode'], round(r['graph_us'], 1), r['ok'])"
