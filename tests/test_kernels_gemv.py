@@ -255,3 +255,92 @@ def test_gemv_pdl_policy(monkeypatch):
     assert G._gemv_pdl(dev, 1024) == {"PDL": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "start")
     assert G._gemv_pdl(dev, 1 << 34)["PDL"]
+
+
+@needs_triton
+@pytest.mark.parametrize("split_k", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.bfloat16, marks=pytest.mark.skipif(
+    DEV == "cpu", reason="Triton's CPU interpreter computes bf16 tl.dot wrongly (any skinny-GEMM config)"))])
+def test_gemm_small_silu_prologue_matches_reference(split_k, dtype):
+    """Swap-AB skinny GEMM reading a gate|up output [M, 2K] and computing silu(gate) * up in its loads."""
+    from tachyon.kernels.activation import silu_and_mul_ref
+
+    g = torch.Generator().manual_seed(split_k)
+    M, N, K = 5, 40, 192
+    x = torch.randn(M, 2 * K, generator=g).to(dtype)
+    w, b = torch.randn(N, K, generator=g).to(dtype), torch.randn(N, generator=g).to(dtype)
+    y = gemm_small_triton(*on_dev(x, w, b), (1, 16, 64, 4, 2, split_k), prologue=2).float().cpu()
+    ref = gemv_ref(silu_and_mul_ref(x).float(), w.float(), b.float())
+    tol = BF16_INTERP_TOL if dtype == torch.bfloat16 else 1e-4
+    assert not torch.isnan(y).any()
+    assert ((y - ref).norm() / ref.norm()).item() <= tol
+    if dtype == torch.float32:  # the same products as the standalone activation kernel + the GEMM
+        from tachyon.kernels.activation import silu_and_mul_triton
+
+        xd, wd, bd = on_dev(x, w, b)
+        two = gemm_small_triton(silu_and_mul_triton(xd), wd, bd, (1, 16, 64, 4, 2, split_k))
+        assert torch.equal(y, two.cpu())
+
+
+@needs_triton
+@pytest.mark.parametrize("with_res", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rmsnorm_sums_split_k_partials(poison, with_res, bias, dtype):
+    """A deferred split-K GEMM's partials summed inside the RMSNorm kernel give bit-for-bit what the
+    split-K sum kernel followed by the RMSNorm kernel gives (out and the residual stream h)."""
+    from tachyon.kernels.gemv import SplitKPartials
+    from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
+
+    g = torch.Generator().manual_seed(int(with_res) + 2 * int(bias))
+    M, N, K = 6, 48, 256
+    x, w = torch.randn(M, K, generator=g).to(dtype), torch.randn(N, K, generator=g).to(dtype)
+    b = torch.randn(N, generator=g).to(dtype) if bias else None
+    r = torch.randn(M, N, generator=g).to(dtype) if with_res else None
+    nw = (1 + 0.1 * torch.randn(N, generator=g)).to(dtype)
+    xd, wd, bd, rd, nwd = on_dev(x, w, b, r, nw)
+    parts = gemm_small_triton(xd, wd, bd, (1, 16, 64, 4, 2, 4), defer_sum=True)
+    assert isinstance(parts, SplitKPartials) and parts.part.shape == (4, M, N)
+    y = parts.materialize()
+    assert torch.equal(y, gemm_small_triton(xd, wd, bd, (1, 16, 64, 4, 2, 4)))  # deferring changes nothing
+    out, h = rmsnorm_triton(parts, nwd, 1e-6, rd)
+    out2, h2 = rmsnorm_triton(y, nwd, 1e-6, rd)
+    assert torch.equal(out, out2) and torch.equal(h, h2)
+    out_ref, h_ref = rmsnorm_ref(y.cpu(), nw, 1e-6, r)
+    assert torch.allclose(out.cpu().float(), out_ref.float(), rtol=2e-2 if dtype == torch.bfloat16 else 1e-5,
+                          atol=2e-2 if dtype == torch.bfloat16 else 1e-5)
+
+
+@needs_triton
+def test_deferred_split_k_and_small_silu_keep_model_output(tiny_qwen3, monkeypatch):
+    """The tiny Qwen3 model at 4 tokens with every projection on a split-K swap-AB skinny GEMM (Triton
+    kernels on the CPU interpreter): o_proj / down_proj leaving their sums to the next RMSNorm and the SiLU
+    fused into down_proj's loads give bit-for-bit the unfused output, which matches the torch reference."""
+    from tachyon import kernels as K
+    from tachyon.engine.batch import AttentionMetadata
+    from tachyon.models.loader import load_model, resolve_model
+
+    model, spec = load_model(resolve_model(tiny_qwen3), dtype=torch.float32, device=torch.device("cpu"))
+    t = 4
+    cache = [torch.zeros(2, 4, 16, spec.num_kv_heads, spec.head_dim) for _ in range(spec.num_layers)]
+    model.bind_kv_cache(cache)
+    meta = AttentionMetadata(torch.tensor([0, t], dtype=torch.int32), torch.tensor([t], dtype=torch.int32),
+                             torch.arange(t), torch.zeros(1, 4, dtype=torch.int32), t, t, False)
+    ids, pos = torch.tensor([5, 17, 3, 9]), torch.arange(t)
+    with torch.inference_mode():
+        ref = model(ids, pos, meta)
+    lins = [m for m in model.modules() if isinstance(m, Linear)]
+    assert sum(m.defer_sum for m in lins) == 2 * spec.num_layers
+    for m in lins:
+        m.small_config = (1, 16, 32, 4, 2, 2)
+    monkeypatch.setattr(K, "use_triton", lambda x: True)
+    outs = {}
+    for knobs in ("1", "0"):
+        monkeypatch.setenv("TACHYON_DEFER_SPLITK", knobs)
+        monkeypatch.setenv("TACHYON_SMALL_SILU", knobs)
+        for c in cache:
+            c.zero_()
+        with torch.inference_mode():
+            outs[knobs] = model(ids, pos, meta)
+    assert torch.equal(outs["1"], outs["0"])
+    assert torch.allclose(outs["1"], ref, rtol=1e-4, atol=1e-4)
