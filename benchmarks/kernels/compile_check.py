@@ -93,10 +93,6 @@ def launch_all() -> None:
             G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
         for cfg in G.SMALL_CONFIGS:
             G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
-            if cfg[0]:  # swap-AB: the SiLU prologue variant
-                G.gemm_small_triton(t(dt, 8, 2 * 18944), t(dt, 3584, 18944), None, cfg, prologue=2)
-        for res in (None, x[:8]):  # RMSNorm summing a deferred split-K GEMM's partials
-            K.rmsnorm_triton(G.SplitKPartials(t(torch.float32, 4, 8, 3584), None, dt), t(dt, 3584), 1e-6, res)
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
     K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
                       t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)

@@ -12,7 +12,6 @@ from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
-    SplitKPartials,
     gemm_small_triton,
     gemv_ref,
     gemv_triton,
@@ -60,11 +59,9 @@ def attention(
 
 
 def rmsnorm(
-    x: torch.Tensor | SplitKPartials, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+    x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """x may be a split-K GEMM's partials (summed inside the norm's kernel)."""
-    t = x.part if isinstance(x, SplitKPartials) else x
-    return (rmsnorm_triton if use_triton(t) else rmsnorm_ref)(x, weight, eps, residual)
+    return (rmsnorm_triton if use_triton(x) else rmsnorm_ref)(x, weight, eps, residual)
 
 
 def rotary(
@@ -122,14 +119,11 @@ def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
 
 
 def gemm_small(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-               config: tuple[int, int, int, int, int, int] | None, silu: bool = False,
-               defer_sum: bool = False) -> torch.Tensor | SplitKPartials:
-    """x [M <= 16, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS.
-    silu: x is a gate|up output [M, 2K] and the input silu(gate) * up (fused into a swap-AB config's
-    loads). defer_sum: a split-K config may return its SplitKPartials (for an RMSNorm to sum)."""
+               config: tuple[int, int, int, int, int, int] | None) -> torch.Tensor:
+    """x [M <= 16, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS."""
     if config is not None and use_triton(x):
-        return gemm_small_triton(x, w, bias, config, 2 if silu else 0, defer_sum)
-    return gemv_ref(silu_and_mul_ref(x) if silu else x, w, bias)
+        return gemm_small_triton(x, w, bias, config)
+    return gemv_ref(x, w, bias)
 
 
 def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float, w: torch.Tensor,
@@ -172,7 +166,6 @@ def sample(
 
 __all__ = [
     "HAS_TRITON",
-    "SplitKPartials",
     "use_triton",
     "store_kv",
     "attention",

@@ -20,12 +20,11 @@ Which config (if any) a weight uses is decided at warm-up by gemv_select.py.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import HAS_TRITON, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
@@ -215,26 +214,12 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 
 
 @triton.jit
-def _swap_x(x_cols, k, kmask, K, PROLOGUE: tl.constexpr):
-    """x^T tile [BLOCK_K, BLOCK_M] at columns k: x itself (PROLOGUE 0), or silu(gate) * up of gate|up rows
-    [M, 2K] (2), rounded as the standalone silu_and_mul kernel rounds it."""
-    g = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
-    if PROLOGUE == 2:
-        u = tl.load(x_cols[None, :] + K + k[:, None], mask=kmask[:, None], other=0.0)
-        gf = g.to(tl.float32)
-        act = (gf / (1.0 + tl.exp(-gf))).to(g.dtype)
-        g = (act.to(tl.float32) * u.to(tl.float32)).to(g.dtype)
-    return g
-
-
-@triton.jit
 def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                       SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PROLOGUE: tl.constexpr, PDL: tl.constexpr):
+                      PRECISION: tl.constexpr, PDL: tl.constexpr):
     """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
-    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N]).
-    PROLOGUE 2: x is the [M, 2K] gate|up output and the input is silu(gate) * up (_swap_x)."""
+    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
     ks = tl.program_id(1)
@@ -248,16 +233,18 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
     kmask = k < k_hi
     w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
     pdl_wait(PDL)
-    acc = tl.dot(w, _swap_x(x_cols, k, kmask, K, PROLOGUE), input_precision=PRECISION)
+    xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+    acc = tl.dot(w, xt, input_precision=PRECISION)
     for k0 in tl.range(k_lo + BLOCK_K, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
         if EVEN_K:
-            kmask = k < k0 + BLOCK_K  # all true; lets the compiler drop the mask
             w = tl.load(w_rows[:, None] + k[None, :])
+            xt = tl.load(x_cols[None, :] + k[:, None])
         else:
             kmask = k < k_hi
             w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
-        acc = tl.dot(w, _swap_x(x_cols, k, kmask, K, PROLOGUE), acc, input_precision=PRECISION)
+            xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+        acc = tl.dot(w, xt, acc, input_precision=PRECISION)
     mask = (n < N)[:, None] & (m < M)[None, :]
     if SPLIT_K == 1:
         if HAS_BIAS:
@@ -283,64 +270,19 @@ def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLO
     tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@dataclass
-class SplitKPartials:
-    """The output of a split-K skinny GEMM before its sum: fp32 partials `part` [S, M, N]; the output is
-    (part[0] + ... + part[S-1], in that order, + bias) rounded to `dtype`. The consumer owns `part` and
-    either sums it itself (rmsnorm accepts partials: one kernel instead of two) or calls `materialize`."""
-
-    part: torch.Tensor
-    bias: torch.Tensor | None
-    dtype: torch.dtype
-
-    @property
-    def shape(self) -> torch.Size:
-        return self.part.shape[1:]
-
-    @property
-    def device(self) -> torch.device:
-        return self.part.device
-
-    def materialize(self) -> torch.Tensor:
-        """The summed output [M, N]: the split-K sum kernel where Triton runs (CUDA, or its CPU interpreter),
-        else the same fp32 order in torch."""
-        S, M, N = self.part.shape
-        if HAS_TRITON and (self.part.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"):
-            require_triton()
-            y = torch.empty(M, N, dtype=self.dtype, device=self.part.device)
-            b = self.bias if self.bias is not None else self.part
-            _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](self.part, b, y, M, N, SPLIT_K=S, BLOCK=1024,
-                                                             HAS_BIAS=self.bias is not None,
-                                                             **pdl_args(self.part.device))
-            return y
-        return split_k_sum_ref(self.part, self.bias).to(self.dtype)
-
-
-def split_k_sum_ref(part: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """fp32 sum of part [S, M, N] over S in order, then + bias (the split-K sum kernel's order)."""
-    acc = torch.zeros_like(part[0])
-    for s in range(part.shape[0]):
-        acc += part[s]
-    return acc + bias.float() if bias is not None else acc
-
-
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: SmallConfig | None = None, prologue: int = 0,
-                      defer_sum: bool = False) -> torch.Tensor | SplitKPartials:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation.
-    prologue 2 (swap-AB configs only): x is a gate|up output [M, 2K] and the input silu(gate) * up.
-    defer_sum: a split-K config returns its SplitKPartials instead of launching the sum kernel."""
+                      config: SmallConfig | None = None) -> torch.Tensor:
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
     require_triton()
-    M = x.shape[0]
-    N, K = w.shape
+    M, K = x.shape
+    N = w.shape[0]
     swap, block_n, block_k, num_warps, stages, split_k = config or SMALL_CONFIGS[0]
-    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1
-    assert x.shape[1] == (2 * K if prologue == 2 else K) and (prologue == 0 or swap), (x.shape, w.shape, prologue)
+    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
+    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
     b = bias if bias is not None else w
     prec = "ieee" if x.dtype == torch.float32 else "tf32"
     pdl = pdl_args(x.device)
     if not swap:
-        y = torch.empty(M, N, dtype=x.dtype, device=x.device)
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
             x, w, b, y, M, N, K, x.stride(0), w.stride(0),
             BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
@@ -349,21 +291,17 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
         return y
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     split_k = triton.cdiv(K, k_split)
-    if split_k > 1:
-        part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device)
-        y = part  # unused by the kernel
-    else:
-        part = y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
     _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
         x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
-        PROLOGUE=prologue, num_warps=num_warps, **pdl,
+        num_warps=num_warps, **pdl,
     )
-    if split_k == 1:
-        return y
-    partials = SplitKPartials(part, bias, x.dtype)
-    return partials if defer_sum else partials.materialize()
+    if split_k > 1:
+        _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](part, b, y, M, N, SPLIT_K=split_k, BLOCK=1024,
+                                                         HAS_BIAS=bias is not None, **pdl)
+    return y
 
 
 def rmsnorm_gemv_ref(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float,

@@ -4,23 +4,17 @@ Contract: x [..., H], weight [H], optional residual like x.
   h = x + residual (in x's dtype, as HF adds it) or x when residual is None;
   out = weight * (h.float() * rsqrt(mean(h.float()**2) + eps)).to(x.dtype);
   returns (out, h): h is the residual stream for the next layer. Inputs are not modified.
-x may also be the SplitKPartials [S, M, H] of a split-K skinny GEMM (kernels/gemv.py): the kernel then
-sums them first exactly as the split-K sum kernel would (in split order, + bias, rounded to their dtype),
-one launch instead of two; h is then always a new tensor.
 """
 
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
-from tachyon.kernels.gemv import SplitKPartials
 
 
 def rmsnorm_ref(
     x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Plain torch, exactly HF's op order."""
-    if isinstance(x, SplitKPartials):
-        x = x.materialize()
     h = x if residual is None else x + residual
     hf = h.float()
     normed = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)
@@ -29,28 +23,15 @@ def rmsnorm_ref(
 
 @triton.jit
 def _rmsnorm_kernel(
-    x_ptr, r_ptr, w_ptr, out_ptr, h_ptr, stride_x, stride_r, eps, b_ptr, M,
-    N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr, PARTS: tl.constexpr, HAS_BIAS: tl.constexpr,
-    PDL: tl.constexpr,
+    x_ptr, r_ptr, w_ptr, out_ptr, h_ptr, stride_x, stride_r, eps,
+    N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
 ):
-    """Program per row. PARTS > 0: x_ptr holds fp32 partials [PARTS, M, N] (and h_ptr's dtype is x's):
-    x = (sum over them in order + bias) rounded, and h is always stored."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
-    if PARTS > 0:
-        acc = tl.zeros([BLOCK], tl.float32)
-        for s in tl.static_range(PARTS):
-            acc += tl.load(x_ptr + (s * M + row) * N + cols, mask=mask, other=0.0)
-        if HAS_BIAS:
-            acc += tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        x = acc.to(h_ptr.dtype.element_ty)
-        if not HAS_RES:
-            tl.store(h_ptr + row * N + cols, x, mask=mask)
-    else:
-        x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
     if HAS_RES:
         r = tl.load(r_ptr + row * stride_r + cols, mask=mask, other=0.0)
         h = (x.to(tl.float32) + r.to(tl.float32)).to(x.dtype)  # rounded as a torch add would
@@ -70,8 +51,6 @@ def rmsnorm_triton(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Triton: one program per row (row length up to a few 10k elements)."""
     require_triton()
-    if isinstance(x, SplitKPartials):
-        return _rmsnorm_partials(x, weight, eps, residual)
     shape = x.shape
     N = shape[-1]
     x2 = x.reshape(-1, N)
@@ -89,35 +68,9 @@ def rmsnorm_triton(
     if rows == 0:
         return out, h
     BLOCK = next_pow2(N)
-    warps = _warps(BLOCK)
+    warps = 4 if BLOCK <= 2048 else 8 if BLOCK <= 8192 else 16
     _rmsnorm_kernel[(rows,)](
-        x2, r2, weight, out, h, x2.stride(0), r2.stride(0), eps, x2, rows,
-        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, PARTS=0, HAS_BIAS=False, num_warps=warps,
-        **pdl_args(x2.device),
-    )
-    return out, h
-
-
-def _warps(block: int) -> int:
-    return 4 if block <= 2048 else 8 if block <= 8192 else 16
-
-
-def _rmsnorm_partials(x: SplitKPartials, weight: torch.Tensor, eps: float,
-                      residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    S, M, N = x.part.shape
-    out = torch.empty(M, N, dtype=torch.promote_types(weight.dtype, x.dtype), device=x.device)
-    h = torch.empty(M, N, dtype=x.dtype, device=x.device)
-    r2 = h
-    if residual is not None:
-        r2 = residual.reshape(-1, N)
-        if r2.stride(-1) != 1:
-            r2 = r2.contiguous()
-    if M == 0:
-        return out, h
-    BLOCK = next_pow2(N)
-    _rmsnorm_kernel[(M,)](
-        x.part, r2, weight, out, h, N, r2.stride(0), eps, x.bias if x.bias is not None else x.part, M,
-        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, PARTS=S, HAS_BIAS=x.bias is not None,
-        num_warps=_warps(BLOCK), **pdl_args(x.device),
+        x2, r2, weight, out, h, x2.stride(0), r2.stride(0), eps,
+        N=N, BLOCK=BLOCK, HAS_RES=residual is not None, num_warps=warps, **pdl_args(x2.device),
     )
     return out, h

@@ -4,7 +4,6 @@ that fused (qkv, gate/up), quantized and tensor-parallel layers load checkpoint 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
@@ -41,20 +40,14 @@ class Linear(nn.Module):
         # tune_gemv sets fused_config where that op fused into the GEMV prologue beats the pair
         self.prologue: str | None = None
         self.fused_config: tuple[int, int, int, int] | None = None
-        # set by the model where the output always goes to an RMSNorm (which accepts SplitKPartials): a
-        # split-K skinny GEMM then leaves its sum to the norm's kernel (TACHYON_DEFER_SPLITK=0 turns it off)
-        self.defer_sum = False
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor | kernels.SplitKPartials:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         m = x.shape[0]
         if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
             return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
         if 1 < m <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
-            return kernels.gemm_small(x, self.weight, self.bias, self.small_config, defer_sum=self._defer())
+            return kernels.gemm_small(x, self.weight, self.bias, self.small_config)
         return F.linear(x, self.weight, self.bias)
-
-    def _defer(self) -> bool:
-        return self.defer_sum and os.environ.get("TACHYON_DEFER_SPLITK", "1") != "0"
 
 
 class MergedLinear(Linear):
@@ -178,16 +171,10 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     return chosen
 
 
-def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor | kernels.SplitKPartials,
+def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
                 residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """(linear(norm(x + residual)), x + residual); x is the residual stream when `residual` is None.
-    One fused kernel at batch 1 where tune_gemv chose it. x may be a split-K GEMM's partials."""
-    if isinstance(x, kernels.SplitKPartials):
-        if residual is None:
-            x = x.materialize()
-        else:
-            h, residual = norm(x, residual)
-            return linear(h), residual
+    One fused kernel at batch 1 where tune_gemv chose it."""
     if linear.fused_config is not None and x.shape[0] == 1 and x.is_contiguous() and (
             residual is None or residual.is_contiguous()):
         return kernels.rmsnorm_gemv(x, residual, norm.weight, norm.eps, linear.weight, linear.bias,
@@ -198,14 +185,8 @@ def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor | kernels.SplitKP
     return linear(h), residual
 
 
-def silu_linear(linear: Linear, gate_up: torch.Tensor) -> torch.Tensor | kernels.SplitKPartials:
-    """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it, and
-    at 2..SMALL_M rows where the skinny GEMM is a swap-AB config (TACHYON_SMALL_SILU=0 turns that off)."""
-    m = gate_up.shape[0]
-    if linear.fused_config is not None and m == 1 and gate_up.is_contiguous():
+def silu_linear(linear: Linear, gate_up: torch.Tensor) -> torch.Tensor:
+    """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it."""
+    if linear.fused_config is not None and gate_up.shape[0] == 1 and gate_up.is_contiguous():
         return kernels.silu_gemv(gate_up, linear.weight, linear.bias, linear.fused_config)
-    cfg = linear.small_config
-    if (1 < m <= SMALL_M and cfg is not None and cfg[0] == 1 and gate_up.stride(-1) == 1
-            and os.environ.get("TACHYON_SMALL_SILU", "1") != "0"):
-        return kernels.gemm_small(gate_up, linear.weight, linear.bias, cfg, silu=True, defer_sum=linear._defer())
     return linear(kernels.silu_and_mul(gate_up))

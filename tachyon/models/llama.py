@@ -27,7 +27,6 @@ class Attention(nn.Module):
         self.qkv_proj = MergedLinear(spec.hidden_size, {"q": spec.q_size, "k": spec.kv_size, "v": spec.kv_size},
                                      bias=spec.attention_bias)
         self.o_proj = Linear(spec.q_size, spec.hidden_size)
-        self.o_proj.defer_sum = True  # its output goes to post_attention_layernorm
         self.q_norm = RMSNorm(self.head_dim, spec.rms_norm_eps) if spec.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, spec.rms_norm_eps) if spec.qk_norm else None
         self.rotary = RotaryEmbedding(self.head_dim, spec.max_position_embeddings, spec.rope_theta,
@@ -57,7 +56,6 @@ class MLP(nn.Module):
                                                             "up": spec.intermediate_size})
         self.down_proj = Linear(spec.intermediate_size, spec.hidden_size)
         self.down_proj.prologue = "silu"
-        self.down_proj.defer_sum = True  # its output goes to the next layer's input_layernorm (or the final norm)
 
     def forward(self, gate_up: torch.Tensor) -> torch.Tensor:
         """gate_up [T, 2 I] (the gate_up_proj output, computed fused with the layer's norm) -> [T, hidden]."""
