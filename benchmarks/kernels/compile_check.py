@@ -4,7 +4,7 @@ spent. Each `*_kernel` launch is intercepted and compiled with the signature and
 have run with, at representative Qwen2.5-7B shapes.
 
 Usage (any machine with triton, e.g. a venv holding the GPU machine's triton version):
-    TRITON_INTERPRET=0 python benchmarks/kernels/compile_check.py [--arch 90]
+    TRITON_INTERPRET=0 python benchmarks/kernels/compile_check.py [--arch 90] [--registers]
 Exit status 1 if any kernel fails to compile.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -30,11 +31,27 @@ TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", t
 RESULTS: list[tuple[str, bool, str]] = []
 
 
+def _ptxas_usage(ptx: str, arch: int) -> str:
+    """ptxas -v's register / spill line for one kernel's PTX (the ptxas bundled with triton)."""
+    import subprocess
+    import tempfile
+
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([str(ptxas), "-v", f"-arch=sm_{arch}{'a' if arch >= 90 else ''}", str(src), "-o",
+                              str(Path(d) / "k.cubin")], capture_output=True, text=True).stderr
+    regs = re.search(r"Used (\d+) registers", out)
+    spill = re.search(r"(\d+) bytes spill stores", out)
+    return f"{regs[1] if regs else '?'} registers, {spill[1] if spill else '?'} bytes spilled"
+
+
 class _Compile:
     """Stands in for a JITFunction: `kernel[grid](*args, **kw)` compiles instead of launching."""
 
-    def __init__(self, fn, arch: int):
-        self.fn, self.arch = fn, arch
+    def __init__(self, fn, arch: int, registers: bool = False):
+        self.fn, self.arch, self.registers = fn, arch, registers
 
     def __getitem__(self, grid):
         def call(*args, **kw):
@@ -58,8 +75,8 @@ class _Compile:
                 else:
                     raise TypeError(f"{fn.__name__}: argument {p.name} of type {type(v).__name__}")
             try:
-                triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", self.arch, 32), options=opts)
-                RESULTS.append((fn.__name__, True, ""))
+                k = triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", self.arch, 32), options=opts)
+                RESULTS.append((fn.__name__, True, _ptxas_usage(k.asm["ptx"], self.arch) if self.registers else ""))
             except Exception as e:  # noqa: BLE001 - reported below
                 traceback.print_exc()
                 RESULTS.append((fn.__name__, False, repr(e)[:300]))
@@ -106,6 +123,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--no-pdl", action="store_true", help="compile without programmatic dependent launch")
+    ap.add_argument("--registers", action="store_true",
+                    help="also print each variant's registers and spills (ptxas -v; signatures unspecialised)")
     args = ap.parse_args()
     pdl = {"PDL": False} if args.no_pdl or args.arch < 90 else {"PDL": True, "launch_pdl": True}
     for name in MODULES:
@@ -115,12 +134,15 @@ def main() -> None:
         for attr in dir(mod):
             obj = getattr(mod, attr)
             if isinstance(obj, triton.runtime.jit.JITFunction) and attr.endswith("_kernel"):
-                setattr(mod, attr, _Compile(obj, args.arch))
+                setattr(mod, attr, _Compile(obj, args.arch, args.registers))
     launch_all()
     failed = [r for r in RESULTS if not r[1]]
     print(f"triton {triton.__version__}, sm_{args.arch}: {len(RESULTS)} kernel variants compiled, {len(failed)} failed")
     for name, _, err in failed:
         print(f"  FAIL {name}: {err}")
+    if args.registers:
+        for line in sorted({f"  {name}: {info}" for name, ok, info in RESULTS if ok}):
+            print(line)
     sys.exit(1 if failed else 0)
 
 

@@ -19,13 +19,18 @@ class StagingBuffers:
     def __init__(self, fields: list[tuple[str, torch.dtype, tuple[int, ...]]], device: torch.device):
         self.offsets: dict[str, int] = {}
         self.shapes = {name: shape for name, _, shape in fields}
+        self._dtypes = {name: dtype for name, dtype, _ in fields}
+        self._nbytes = {name: int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+                        for name, dtype, shape in fields}
+        # bytes per leading-dim row of each field (upload_rows runs every step: no per-step arithmetic)
+        self._row_bytes = {name: self._nbytes[name] // max(shape[0], 1) if shape else self._nbytes[name]
+                           for name, _, shape in fields}
         off = 0
-        for name, dtype, shape in fields:
+        for name, _, _ in fields:
             off = -(-off // _ALIGN) * _ALIGN
             self.offsets[name] = off
-            off += int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+            off += self._nbytes[name]
         self.nbytes = -(-off // _ALIGN) * _ALIGN
-        self._dtypes = {name: dtype for name, dtype, _ in fields}
         cuda = device.type == "cuda"
         self._host = [torch.zeros(self.nbytes, dtype=torch.uint8, pin_memory=cuda) for _ in range(2)]
         self._host_np = [{n: v.numpy() for n, v in self._views(h).items()} for h in self._host]
@@ -35,21 +40,12 @@ class StagingBuffers:
         self._set = 0
 
     def _views(self, region: torch.Tensor) -> dict[str, torch.Tensor]:
-        out = {}
-        for name, off in self.offsets.items():
-            dtype, shape = self._dtypes[name], self.shapes[name]
-            n = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
-            out[name] = region[off: off + n].view(dtype).view(shape)
-        return out
-
-    def offset(self, name: str) -> int:
-        return self.offsets[name]
+        return {name: region[off: off + self._nbytes[name]].view(self._dtypes[name]).view(self.shapes[name])
+                for name, off in self.offsets.items()}
 
     def upload_rows(self, name: str, rows: int) -> None:
         """`upload` of every field before `name` (the last field) and its first `rows` rows."""
-        shape = self.shapes[name]
-        row_bytes = int(np.prod(shape[1:])) * torch.empty(0, dtype=self._dtypes[name]).element_size()
-        self.upload(self.offsets[name] + rows * row_bytes)
+        self.upload(self.offsets[name] + rows * self._row_bytes[name])
 
     def host(self) -> dict[str, np.ndarray]:
         """numpy views of the host set to fill next (waits for its previous upload: normally long done)."""
