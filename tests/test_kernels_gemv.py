@@ -240,18 +240,26 @@ def test_tune_gemv_decides_once_per_shape_and_remembers(tmp_path, monkeypatch):
 
 
 def test_gemv_pdl_policy(monkeypatch):
-    """PDL for batch-1 GEMVs up to 160 MiB (a 7B qkv / o_proj / down), not for its gate_up; knobs override."""
+    """PDL and the early trigger for batch-1 GEMVs up to 160 MiB (a 7B qkv / o_proj / down), neither for its
+    gate_up; knobs override, the trigger's limit separately."""
     G = importlib.import_module("tachyon.kernels.gemv")
     monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
-    for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB"):
+    for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB"):
         monkeypatch.delenv(k, raising=False)
     dev = torch.device("cpu")
-    assert G._gemv_pdl(dev, 4608 * 3584 * 2)["PDL"]  # Qwen2.5-7B qkv
-    assert G._gemv_pdl(dev, 18944 * 3584 * 2)["PDL"]  # Qwen2.5-7B down
-    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False}  # Qwen2.5-7B gate_up
+    on = {"PDL": True, "launch_pdl": True, "TRIG": True}
+    assert G._gemv_pdl(dev, 4608 * 3584 * 2) == on  # Qwen2.5-7B qkv
+    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == on  # Qwen2.5-7B down
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False, "TRIG": False}  # Qwen2.5-7B gate_up
+    monkeypatch.setenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "300")
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False, "TRIG": True}
+    monkeypatch.setenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "100")
+    monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "300")
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": True, "launch_pdl": True, "TRIG": False}
+    monkeypatch.delenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB")
     monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "100")
-    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == {"PDL": False}
+    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == {"PDL": False, "TRIG": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "off")
-    assert G._gemv_pdl(dev, 1024) == {"PDL": False}
+    assert G._gemv_pdl(dev, 1024) == {"PDL": False, "TRIG": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "start")
-    assert G._gemv_pdl(dev, 1 << 34)["PDL"]
+    assert G._gemv_pdl(dev, 1 << 34) == on

@@ -22,7 +22,7 @@ from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
 BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0",
-        "TACHYON_PDL_GEMV_MAX_MB": "0"}
+        "TACHYON_PDL_GEMV_MAX_MB": "0", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB": "0", "TACHYON_FUSED_DECODE_ATTN": "1"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -41,7 +41,8 @@ VARIANTS = {
 
 # short names of the knobs a composite variant ("maxmb=32+l2pf=16") sets
 KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
-         "l2pf": "TACHYON_L2_PREFETCH_MB"}
+         "l2pf": "TACHYON_L2_PREFETCH_MB", "trigmb": "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
+         "fda": "TACHYON_FUSED_DECODE_ATTN"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

@@ -26,7 +26,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary", "sampling", "store_kv")
+MODULES = ("activation", "attention", "decode_fused", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary", "sampling",
+           "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
 RESULTS: list[tuple[str, bool, str]] = []
 
@@ -113,6 +114,11 @@ def launch_all() -> None:
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
     K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
                       t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)
+    for hq_, hkv_, has_norm, b, ctx in ((28, 4, False, 1, 4096), (16, 8, True, 8, 4096), (28, 4, False, 256, 4096)):
+        w = t(torch.bfloat16, 128) if has_norm else None
+        K.decode_qkv_attention_triton(t(torch.bfloat16, b, (hq_ + 2 * hkv_) * 128), f32(40960, 128),
+                                      t(torch.bfloat16, 2, 100, 16, hkv_, 128), i64(b), w, w, 1e-6, hq_, hkv_, 128,
+                                      i32(b + 1), i32(b), i32(b, 300), ctx, 0.1)
     K.l2_prefetch_triton(t(torch.bfloat16, 3584, 3584), 3584 * 3584 * 2)
     for b in (8, 256):
         f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))

@@ -10,6 +10,7 @@ import torch
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton
+from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
     gemm_small_triton,
@@ -95,6 +96,30 @@ def qkv_post(
     )
 
 
+def decode_qkv_attention(
+    qkv: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    q_norm_weight: torch.Tensor | None,
+    k_norm_weight: torch.Tensor | None,
+    eps: float,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_seq_len: int,
+    scale: float,
+) -> torch.Tensor:
+    """Decode batch (one token per sequence at position seq_lens - 1): qkv_post + attention in one Triton
+    kernel (+ the split merge) on CUDA -> out [B, Hq, D] (decode_fused.py)."""
+    fn = decode_qkv_attention_triton if use_triton(qkv) else decode_qkv_attention_ref
+    return fn(qkv, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps, num_heads, num_kv_heads,
+              head_dim, query_start_loc, seq_lens, block_tables, max_seq_len, scale)
+
+
 def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
                        num_heads, num_kv_heads, head_dim):
     """The unfused sequence (rmsnorm, rotary, store_kv kernels one after another); graph-capturable."""
@@ -173,6 +198,9 @@ __all__ = [
     "rotary",
     "rope_cos_sin_cache",
     "qkv_post",
+    "decode_qkv_attention",
+    "decode_qkv_attention_ref",
+    "decode_qkv_attention_triton",
     "silu_and_mul",
     "gemv",
     "gemv_ref",

@@ -72,13 +72,15 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 @triton.jit
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
+                 TRIG: tl.constexpr):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
     (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
     pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
     finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
-    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h."""
-    pdl_trigger(PDL)
+    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h.
+    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early."""
+    pdl_trigger(TRIG)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
@@ -126,21 +128,27 @@ PDL_GEMV_MAX_BYTES = 160 << 20
 
 
 def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
-    """PDL launch arguments of the batch-1 GEMV. Default ("auto"): PDL, triggering dependents at the
-    start, for weights up to TACHYON_PDL_GEMV_MAX_MB MiB (default PDL_GEMV_MAX_BYTES); larger GEMVs launch
-    without it. On the H200, early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms
+    """PDL launch arguments of the batch-1 GEMV: PDL (launched early, waits for its predecessor) and TRIG
+    (triggers its successor's early launch at the start). Default ("auto"): both for weights up to
+    TACHYON_PDL_GEMV_MAX_MB MiB (default PDL_GEMV_MAX_BYTES); larger GEMVs launch without either. On
+    the H200, early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms
     (benchmarks/results/pdl_ab_h200.json), but PDL on every Qwen2.5-7B GEMV (25-1,040 MiB) slowed its
     step from 3.97 to 4.24 ms. Per projection (gemv_pdl_prefetch_ab_h200.json,
     gemv_pdl_threshold_ab_h200.json): PDL on qkv and o_proj (31.5 and 24.5 MiB) took the step from 4.006 to
     3.94 ms, on down (129.5 MiB) as well to 3.89 ms, while PDL on gate_up (259 MiB, 9,472 programs) alone
     costs 0.34 ms; hence 160 MiB. TACHYON_PDL_GEMV = start | off overrides (triggering after the main loop
-    instead measured 4.02 ms and was dropped)."""
+    instead measured 4.02 ms and was dropped); TACHYON_PDL_GEMV_TRIGGER_MAX_MB sets TRIG's own limit
+    (A/B knob: early launch without the early trigger, or the reverse)."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
     max_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_MAX_MB", "0")) * (1 << 20)) or PDL_GEMV_MAX_BYTES
-    if not args["PDL"] or mode == "start" or (mode == "auto" and weight_bytes <= max_bytes):
-        return args
-    return {"PDL": False}
+    trig_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "0")) * (1 << 20)) or max_bytes
+    if not args["PDL"] or mode == "off":
+        return {"PDL": False, "TRIG": False}
+    if mode == "start":
+        return args | {"TRIG": True}
+    on = {"PDL": True, "launch_pdl": True} if weight_bytes <= max_bytes else {"PDL": False}
+    return on | {"TRIG": weight_bytes <= trig_bytes}
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:

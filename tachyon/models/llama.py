@@ -8,6 +8,7 @@ allocates or frees cache memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import torch
@@ -17,6 +18,12 @@ from tachyon import kernels
 from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
 from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
+
+
+def fused_decode_attention() -> bool:
+    """Decode steps take decode_qkv_attention (default) unless TACHYON_FUSED_DECODE_ATTN=0 (A/B switch:
+    qkv_post + attention as two ops). Read per forward: a CUDA graph keeps what was in force at capture."""
+    return os.environ.get("TACHYON_FUSED_DECODE_ATTN", "1") != "0"
 
 
 class Attention(nn.Module):
@@ -35,10 +42,19 @@ class Attention(nn.Module):
 
     def forward(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
         """qkv [T, q + 2 kv] (the qkv_proj output, which the layer computes fused with its norm)
-        -> [T, hidden]. One fused call after the qkv GEMM: (q/k norm,) rotary and the K/V store into
-        `self.kv_cache`; q comes back contiguous for the attention kernel."""
+        -> [T, hidden]. Decode batches (one token per sequence at position seq_len - 1): one fused call,
+        (q/k norm,) rotary, K/V store into `self.kv_cache` and attention. Otherwise one call for the
+        norm / rotary / store (q comes back contiguous), then the attention kernel."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
+        if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention():
+            o = kernels.decode_qkv_attention(
+                qkv, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
+                self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
+                self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
+                meta.query_start_loc, meta.seq_lens, meta.block_tables, meta.max_seq_len, self.scale,
+            )
+            return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         q = kernels.qkv_post(
             qkv, positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
             self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,

@@ -1,0 +1,209 @@
+"""Decode attention straight from the qkv projection: (q/k RMSNorm,) rotary, K/V store and split-KV
+attention in one kernel, so a decode step skips `qkv_post`'s launch and the q round trip.
+
+Contract of `decode_qkv_attention(qkv, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight,
+k_norm_weight, eps, num_heads, num_kv_heads, head_dim, query_start_loc, seq_lens, block_tables,
+max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
+
+- A decode batch: every sequence b has exactly one new token, row b of qkv (so T == B and
+  query_start_loc is arange(B + 1)). Its position (rotary and causal) is seq_lens[b] - 1: the new key is
+  the last of the sequence's seq_lens[b] keys.
+- qkv, cos_sin_cache, the norm weights and eps as in `qkv_post` (fused_qkv.py); kv_cache, seq_lens,
+  block_tables, max_seq_len, scale and num_kv_splits as in `attention` (attention.py).
+- slot_mapping[b] is the cache slot of key seq_lens[b] - 1 (the block table's), where the rotated K and
+  the raw V are stored, or -1: then nothing is stored and the row's output is unspecified (padding).
+- Equals `qkv_post` (positions = seq_lens - 1) followed by `attention` with max_query_len 1, which is the
+  reference. The kernel never reads the new key back from the cache: the program whose split holds it
+  adds it from registers (rounded to the cache dtype, as a read would give it) and stores it, so no
+  program races the store. Only the fp32 accumulation order differs from the two-kernel path.
+"""
+
+import torch
+
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
+from tachyon.kernels.attention import (
+    DECODE_CONFIG,
+    MAX_KV_SPLITS,
+    _attend_tile,
+    _split_reduce_kernel,
+    attention_ref,
+    choose_kv_splits,
+)
+from tachyon.kernels.fused_qkv import _check_args, _norm_rope_heads, qkv_post_ref
+
+
+def _check_decode(qkv: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor) -> None:
+    if seq_lens.shape[0] != qkv.shape[0] or query_start_loc.shape[0] != qkv.shape[0] + 1:
+        raise ValueError(f"a decode batch has one token per sequence: qkv has {qkv.shape[0]} rows, "
+                         f"seq_lens {seq_lens.shape[0]}, query_start_loc {query_start_loc.shape[0]}")
+
+
+def decode_qkv_attention_ref(
+    qkv: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    q_norm_weight: torch.Tensor | None,
+    k_norm_weight: torch.Tensor | None,
+    eps: float,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_seq_len: int,
+    scale: float,
+    num_kv_splits: int = 0,
+) -> torch.Tensor:
+    """Plain torch: qkv_post_ref, then attention_ref (the two ops the kernel fuses)."""
+    _check_decode(qkv, query_start_loc, seq_lens)
+    positions = seq_lens.long() - 1
+    q = qkv_post_ref(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
+                     num_heads, num_kv_heads, head_dim)
+    return attention_ref(q, kv_cache, query_start_loc, seq_lens, block_tables, 1, max_seq_len, scale, None,
+                         num_kv_splits)
+
+
+@triton.jit(do_not_specialize=["num_splits", "stride_bt"])
+def _decode_qkv_kernel(
+    qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
+    seq_lens_ptr, bt_ptr, scale, eps,
+    stride_qkv, stride_cs, stride_ot, stride_oh,
+    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
+    Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
+    ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+):
+    """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
+    through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
+    it. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
+    b = tl.program_id(0)
+    hk = tl.program_id(1)
+    sp = tl.program_id(2)
+    S = tl.load(seq_lens_ptr + b)
+    last = S - 1
+    if SPLIT:
+        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
+        start = sp * split_len
+        end = tl.minimum(start + split_len, S)
+    else:
+        start = 0
+        end = S
+    g = tl.arange(0, BLOCK_G)
+    d = tl.arange(0, BLOCK_D)
+    gmask = g < G
+    dmask = d < D
+    heads = hk * G + g
+    m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_G], tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+    if start < end:
+        row = qkv_ptr + b.to(tl.int64) * stride_qkv
+        dd = d[None, :]
+        in_rot = dd < ROT
+        j = tl.where(dd < HALF, dd, dd - HALF)
+        ty = qkv_ptr.dtype.element_ty
+        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
+        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
+        sign = tl.where(dd < HALF, -1.0, 1.0)
+        q, hq, dq, mq = _norm_rope_heads(row + hk * G * D, qw_ptr, c, s, sign, G, eps,
+                                         BLOCK_G, D, BLOCK_D, HALF, ROT, HAS_NORM)
+        bt_row = bt_ptr + b * stride_bt
+        cached_end = tl.minimum(end, last)
+        for n0 in range(start, cached_end, BLOCK_N):
+            acc, m_i, l_i = _attend_tile(
+                acc, m_i, l_i, q, cache_ptr, bt_row, n0, cached_end, g, hk, d, dmask, scale,
+                stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+            )
+        if end == S:  # this split holds the new key
+            k_new, hk1, dk, mk = _norm_rope_heads(row + (Hq + hk) * D, kw_ptr, c, s, sign, 1, eps,
+                                                  1, D, BLOCK_D, HALF, ROT, HAS_NORM)
+            ct = cache_ptr.dtype.element_ty
+            k_new = k_new.to(ct)
+            v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0).to(ct)
+            slot = tl.load(slot_ptr + b)
+            if slot >= 0:
+                dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
+                tl.store(dst, k_new, mask=mk)
+                tl.store(dst + stride_c_kv, v_new, mask=mk)
+            s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
+            m_new = tl.maximum(m_i, s_new)
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s_new - m_new)
+            l_i = l_i * alpha + p
+            acc = acc * alpha[:, None] + p.to(ct).to(tl.float32)[:, None] * v_new.to(tl.float32)
+            m_i = m_new
+    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    omask = gmask[:, None] & dmask[None, :]
+    if SPLIT:
+        r = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
+        tl.store(mid_o_ptr + r[:, None] * D + d[None, :], o, mask=omask)
+        tl.store(mid_lse_ptr + r, m_i + tl.log(l_i), mask=gmask)
+    else:
+        dst_o = out_ptr + b.to(tl.int64) * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        tl.store(dst_o, o.to(out_ptr.dtype.element_ty), mask=omask)
+
+
+def decode_qkv_attention_triton(
+    qkv: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    q_norm_weight: torch.Tensor | None,
+    k_norm_weight: torch.Tensor | None,
+    eps: float,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    query_start_loc: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_seq_len: int,
+    scale: float,
+    num_kv_splits: int = 0,
+) -> torch.Tensor:
+    """Triton: grid (B, Hkv, splits), plus attention.py's split merge when the context is split."""
+    require_triton()
+    _check_args(qkv, cos_sin_cache, kv_cache, q_norm_weight, k_norm_weight, num_heads, num_kv_heads, head_dim)
+    _check_decode(qkv, query_start_loc, seq_lens)
+    assert qkv.stride(-1) == 1 and cos_sin_cache.stride(-1) == 1 and kv_cache.is_contiguous()
+    has_norm = q_norm_weight is not None
+    if has_norm:
+        assert q_norm_weight.dtype == qkv.dtype and k_norm_weight.dtype == qkv.dtype, "norm weights: qkv dtype"
+        assert q_norm_weight.is_contiguous() and k_norm_weight.is_contiguous()
+    B, Hq, Hkv, D = qkv.shape[0], num_heads, num_kv_heads, head_dim
+    G = Hq // Hkv
+    out = torch.empty(B, Hq, D, dtype=qkv.dtype, device=qkv.device)
+    if B == 0:
+        return out
+    cfg = DECODE_CONFIG["fp32" if qkv.dtype == torch.float32 else "bf16"]
+    splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(qkv.device)), MAX_KV_SPLITS)
+    if splits > 1:
+        mid_o = torch.empty(B, Hq, splits, D, device=qkv.device, dtype=torch.float32)
+        mid_lse = torch.empty(B, Hq, splits, device=qkv.device, dtype=torch.float32)
+    else:
+        mid_o = mid_lse = out  # unused
+    pdl = pdl_args(qkv.device)
+    rot = cos_sin_cache.shape[-1]
+    qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
+    kw = k_norm_weight if has_norm else qkv
+    _decode_qkv_kernel[(B, Hkv, splits)](
+        qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, mid_o, mid_lse,
+        seq_lens, block_tables, scale, eps,
+        qkv.stride(0), cos_sin_cache.stride(0), out.stride(0), out.stride(1),
+        kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
+        Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
+        BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
+        num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
+    )
+    if splits > 1:
+        _split_reduce_kernel[(B, Hq)](
+            mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
+            num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
+        )
+    return out
