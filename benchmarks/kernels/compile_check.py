@@ -60,23 +60,27 @@ class _Compile:
             opts = {k: kw.pop(k) for k in ("num_warps", "num_stages", "enable_fp_fusion", "launch_pdl") if k in kw}
             vals = dict(zip(fn.arg_names, args))
             vals.update(kw)
-            sig, const = {}, {}
-            for p in fn.params:
+            sig, const, attrs = {}, {}, {}
+            for i, p in enumerate(fn.params):
                 v = vals[p.name] if p.name in vals else p.default
                 if p.is_constexpr:
                     sig[p.name], const[p.name] = "constexpr", v
                 elif isinstance(v, torch.Tensor):
                     sig[p.name] = TYPES[v.dtype]
+                    attrs[(i,)] = [["tt.divisibility", 16]]  # as the JIT specialises 16-byte aligned pointers
                 elif isinstance(v, bool):
                     sig[p.name] = "i1"
                 elif isinstance(v, int):
                     sig[p.name] = "i32" if -2**31 <= v < 2**31 else "i64"
+                    if v % 16 == 0 and not p.do_not_specialize:
+                        attrs[(i,)] = [["tt.divisibility", 16]]
                 elif isinstance(v, float):
                     sig[p.name] = "fp32"
                 else:
                     raise TypeError(f"{fn.__name__}: argument {p.name} of type {type(v).__name__}")
             try:
-                k = triton.compile(ASTSource(fn, sig, const), target=GPUTarget("cuda", self.arch, 32), options=opts)
+                k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", self.arch, 32),
+                                   options=opts)
                 RESULTS.append((fn.__name__, True, _ptxas_usage(k.asm["ptx"], self.arch) if self.registers else ""))
             except Exception as e:  # noqa: BLE001 - reported below
                 traceback.print_exc()
@@ -130,7 +134,8 @@ def main() -> None:
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--no-pdl", action="store_true", help="compile without programmatic dependent launch")
     ap.add_argument("--registers", action="store_true",
-                    help="also print each variant's registers and spills (ptxas -v; signatures unspecialised)")
+                    help="also print each variant's registers and spills (ptxas -v; pointers and ints divisible by 16 "
+                         "specialised as the JIT does)")
     args = ap.parse_args()
     pdl = {"PDL": False} if args.no_pdl or args.arch < 90 else {"PDL": True, "launch_pdl": True}
     for name in MODULES:

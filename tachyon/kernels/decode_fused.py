@@ -24,7 +24,6 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 from tachyon.kernels.attention import (
     DECODE_CONFIG,
     MAX_KV_SPLITS,
-    _attend_tile,
     _split_reduce_kernel,
     attention_ref,
     choose_kv_splits,
@@ -65,6 +64,34 @@ def decode_qkv_attention_ref(
                          num_kv_splits)
 
 
+@triton.jit
+def _load_kv_tile(cache_ptr, bt_row, n0, kv_end, hk, d, dmask, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+                  PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """K and V [BLOCK_N, BLOCK_D] of keys n0 .. n0 + BLOCK_N (< kv_end; others 0) through the block table,
+    and the key mask."""
+    n = n0 + tl.arange(0, BLOCK_N)
+    nmask = n < kv_end
+    blk = tl.load(bt_row + n // PAGE, mask=nmask, other=0).to(tl.int64)
+    off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
+    kvmask = nmask[:, None] & dmask[None, :]
+    k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    return k, v, nmask
+
+
+@triton.jit
+def _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC: tl.constexpr):
+    """Online-softmax update of (acc, m_i, l_i) with one K/V tile (as attention.py's _attend_tile)."""
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+    s = tl.where(nmask[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    p = tl.exp(s - m_new[:, None])
+    alpha = tl.exp(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+    return acc, m_new, l_i
+
+
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_qkv_kernel(
     qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
@@ -78,7 +105,9 @@ def _decode_qkv_kernel(
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
-    it. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
+    it. The first cache tile is loaded before q is normalised and rotated, so the block-table -> K/V
+    chain overlaps the rotary's loads. Outputs as _decode_kernel's: out (not SPLIT) or the partial
+    (mid_o, mid_lse)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     b = tl.program_id(0)
@@ -102,6 +131,10 @@ def _decode_qkv_kernel(
     l_i = tl.zeros([BLOCK_G], tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
     if start < end:
+        bt_row = bt_ptr + b * stride_bt
+        cached_end = tl.minimum(end, last)
+        k0, v0, nmask0 = _load_kv_tile(cache_ptr, bt_row, start, cached_end, hk, d, dmask,
+                                       stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
         row = qkv_ptr + b.to(tl.int64) * stride_qkv
         dd = d[None, :]
         in_rot = dd < ROT
@@ -112,13 +145,12 @@ def _decode_qkv_kernel(
         sign = tl.where(dd < HALF, -1.0, 1.0)
         q, hq, dq, mq = _norm_rope_heads(row + hk * G * D, qw_ptr, c, s, sign, G, eps,
                                          BLOCK_G, D, BLOCK_D, HALF, ROT, HAS_NORM)
-        bt_row = bt_ptr + b * stride_bt
-        cached_end = tl.minimum(end, last)
-        for n0 in range(start, cached_end, BLOCK_N):
-            acc, m_i, l_i = _attend_tile(
-                acc, m_i, l_i, q, cache_ptr, bt_row, n0, cached_end, g, hk, d, dmask, scale,
-                stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
-            )
+        if start < cached_end:
+            acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k0, v0, nmask0, scale, PREC)
+        for n0 in range(start + BLOCK_N, cached_end, BLOCK_N):
+            k, v, nmask = _load_kv_tile(cache_ptr, bt_row, n0, cached_end, hk, d, dmask,
+                                        stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+            acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC)
         if end == S:  # this split holds the new key
             k_new, hk1, dk, mk = _norm_rope_heads(row + (Hq + hk) * D, kw_ptr, c, s, sign, 1, eps,
                                                   1, D, BLOCK_D, HALF, ROT, HAS_NORM)
