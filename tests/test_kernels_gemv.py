@@ -240,25 +240,25 @@ def test_tune_gemv_decides_once_per_shape_and_remembers(tmp_path, monkeypatch):
 
 
 def test_gemv_pdl_policy(monkeypatch):
-    """PDL and the early trigger for batch-1 GEMVs up to 160 MiB (a 7B qkv / o_proj / down), neither for its
-    gate_up; knobs override, the trigger's limit separately."""
+    """Every batch-1 GEMV launches early (PDL); only those up to 160 MiB (a 7B qkv / o_proj / down, not its
+    multi-wave gate_up or lm_head) trigger their successor's early launch; knobs override each limit."""
     G = importlib.import_module("tachyon.kernels.gemv")
     monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
     for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB"):
         monkeypatch.delenv(k, raising=False)
     dev = torch.device("cpu")
     on = {"PDL": True, "launch_pdl": True, "TRIG": True}
+    quiet = {"PDL": True, "launch_pdl": True, "TRIG": False}
     assert G._gemv_pdl(dev, 4608 * 3584 * 2) == on  # Qwen2.5-7B qkv
     assert G._gemv_pdl(dev, 18944 * 3584 * 2) == on  # Qwen2.5-7B down
-    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False, "TRIG": False}  # Qwen2.5-7B gate_up
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == quiet  # Qwen2.5-7B gate_up
+    assert G._gemv_pdl(dev, 152064 * 3584 * 2) == quiet  # Qwen2.5-7B lm_head
     monkeypatch.setenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "300")
-    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False, "TRIG": True}
-    monkeypatch.setenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "100")
-    monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "300")
-    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": True, "launch_pdl": True, "TRIG": False}
-    monkeypatch.delenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB")
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == on
     monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "100")
-    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == {"PDL": False, "TRIG": False}
+    assert G._gemv_pdl(dev, 18944 * 3584 * 2) == {"PDL": False, "TRIG": True}
+    monkeypatch.delenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB")
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": False, "TRIG": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "off")
     assert G._gemv_pdl(dev, 1024) == {"PDL": False, "TRIG": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "start")

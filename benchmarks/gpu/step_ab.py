@@ -21,8 +21,7 @@ import torch  # noqa: E402
 from benchmarks.gpu.profile_step import replay_ms  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
-BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0",
-        "TACHYON_PDL_GEMV_MAX_MB": "0", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB": "0", "TACHYON_FUSED_DECODE_ATTN": "1"}
+BASE = {"TACHYON_PDL": "1", "TACHYON_PDL_GEMV": "auto", "TACHYON_L2_PREFETCH_MB": "0"}
 # name -> (environment over BASE, fusion override: None = the warm-up's choices, "all", "none", or one
 # prologue kind ("silu", "rmsnorm") fused and the other not)
 VARIANTS = {
@@ -42,7 +41,8 @@ VARIANTS = {
 # short names of the knobs a composite variant ("maxmb=32+l2pf=16") sets
 KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
          "l2pf": "TACHYON_L2_PREFETCH_MB", "trigmb": "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
-         "fda": "TACHYON_FUSED_DECODE_ATTN"}
+         "fda": "TACHYON_FUSED_DECODE_ATTN", "peel": "TACHYON_DECODE_PEEL",
+         "strig": "TACHYON_PDL_SMALL_TRIGGER_MAX_MB"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:
@@ -123,6 +123,8 @@ def main() -> None:
         for rnd in range(args.rounds):  # rounds interleave the variants (clock / thermal drift)
             for name in args.variants.split(","):
                 env, fusion, overrides = variant(name)
+                for knob in KNOBS.values():  # unset knobs take the code's defaults
+                    os.environ.pop(knob, None)
                 os.environ.update(BASE | env)
                 set_fusion(runner.model, fusion, saved)
                 set_configs(runner.model, overrides, saved)

@@ -18,6 +18,8 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
+import os
+
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
@@ -101,13 +103,13 @@ def _decode_qkv_kernel(
     Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
     ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PEEL: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
-    it. The first cache tile is loaded before q is normalised and rotated, so the block-table -> K/V
-    chain overlaps the rotary's loads. Outputs as _decode_kernel's: out (not SPLIT) or the partial
-    (mid_o, mid_lse)."""
+    it. PEEL: the first cache tile is loaded before q is normalised and rotated, so the block-table ->
+    K/V chain overlaps the rotary's loads (else it is the loop's first iteration). Outputs as
+    _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     b = tl.program_id(0)
@@ -133,8 +135,9 @@ def _decode_qkv_kernel(
     if start < end:
         bt_row = bt_ptr + b * stride_bt
         cached_end = tl.minimum(end, last)
-        k0, v0, nmask0 = _load_kv_tile(cache_ptr, bt_row, start, cached_end, hk, d, dmask,
-                                       stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+        if PEEL:
+            k0, v0, nmask0 = _load_kv_tile(cache_ptr, bt_row, start, cached_end, hk, d, dmask,
+                                           stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
         row = qkv_ptr + b.to(tl.int64) * stride_qkv
         dd = d[None, :]
         in_rot = dd < ROT
@@ -145,9 +148,12 @@ def _decode_qkv_kernel(
         sign = tl.where(dd < HALF, -1.0, 1.0)
         q, hq, dq, mq = _norm_rope_heads(row + hk * G * D, qw_ptr, c, s, sign, G, eps,
                                          BLOCK_G, D, BLOCK_D, HALF, ROT, HAS_NORM)
-        if start < cached_end:
-            acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k0, v0, nmask0, scale, PREC)
-        for n0 in range(start + BLOCK_N, cached_end, BLOCK_N):
+        first = start
+        if PEEL:
+            if start < cached_end:
+                acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k0, v0, nmask0, scale, PREC)
+            first = start + BLOCK_N
+        for n0 in range(first, cached_end, BLOCK_N):
             k, v, nmask = _load_kv_tile(cache_ptr, bt_row, n0, cached_end, hk, d, dmask,
                                         stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
             acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC)
@@ -230,7 +236,8 @@ def decode_qkv_attention_triton(
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
-        num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
+        num_splits=splits, SPLIT=splits > 1, PEEL=os.environ.get("TACHYON_DECODE_PEEL", "0") == "1",
+        PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
     )
     if splits > 1:

@@ -123,32 +123,35 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
 
 
-# a batch-1 GEMV reading more weight bytes than this launches without PDL (see _gemv_pdl)
-PDL_GEMV_MAX_BYTES = 160 << 20
+# a batch-1 GEMV reading more weight bytes than this does not trigger its successor's early launch
+PDL_TRIGGER_MAX_BYTES = 160 << 20
+
+
+def _mib_env(name: str, default: int) -> int:
+    """Bytes from a MiB-valued environment knob (unset, empty or 0: `default`)."""
+    return int(float(os.environ.get(name) or 0) * (1 << 20)) or default
 
 
 def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     """PDL launch arguments of the batch-1 GEMV: PDL (launched early, waits for its predecessor) and TRIG
-    (triggers its successor's early launch at the start). Default ("auto"): both for weights up to
-    TACHYON_PDL_GEMV_MAX_MB MiB (default PDL_GEMV_MAX_BYTES); larger GEMVs launch without either. On
-    the H200, early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms
-    (benchmarks/results/pdl_ab_h200.json), but PDL on every Qwen2.5-7B GEMV (25-1,040 MiB) slowed its
-    step from 3.97 to 4.24 ms. Per projection (gemv_pdl_prefetch_ab_h200.json,
-    gemv_pdl_threshold_ab_h200.json): PDL on qkv and o_proj (31.5 and 24.5 MiB) took the step from 4.006 to
-    3.94 ms, on down (129.5 MiB) as well to 3.89 ms, while PDL on gate_up (259 MiB, 9,472 programs) alone
-    costs 0.34 ms; hence 160 MiB. TACHYON_PDL_GEMV = start | off overrides (triggering after the main loop
-    instead measured 4.02 ms and was dropped); TACHYON_PDL_GEMV_TRIGGER_MAX_MB sets TRIG's own limit
-    (A/B knob: early launch without the early trigger, or the reverse)."""
+    (triggers its successor's early launch at its start). Default ("auto"): every GEMV launches early; one
+    reading more than PDL_TRIGGER_MAX_BYTES does not trigger. On the H200 (Qwen2.5-7B bs1 decode step):
+    early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms (pdl_ab_h200.json); qkv and o_proj (31.5
+    and 24.5 MiB) with PDL took the 7B step from 4.006 to 3.94 ms, down (129.5 MiB) as well to 3.89 ms
+    (gemv_pdl_prefetch_ab_h200.json, gemv_pdl_threshold_ab_h200.json). The multi-wave gate_up (259 MiB,
+    9,472 programs) costs 0.34-0.41 ms per step when it triggers at its start, launched early or not, but
+    gains 0.015 ms launched early without the trigger (decode_fused_session5/): the successor's programs
+    launched early sit on the SMs gate_up's later waves need. TACHYON_PDL_GEMV_MAX_MB /
+    TACHYON_PDL_GEMV_TRIGGER_MAX_MB set the two limits (A/B knobs); TACHYON_PDL_GEMV = start | off: both
+    for every GEMV, or neither."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
-    max_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_MAX_MB", "0")) * (1 << 20)) or PDL_GEMV_MAX_BYTES
-    trig_bytes = int(float(os.environ.get("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "0")) * (1 << 20)) or max_bytes
     if not args["PDL"] or mode == "off":
         return {"PDL": False, "TRIG": False}
     if mode == "start":
         return args | {"TRIG": True}
-    on = {"PDL": True, "launch_pdl": True} if weight_bytes <= max_bytes else {"PDL": False}
-    return on | {"TRIG": weight_bytes <= trig_bytes}
+    on = args if weight_bytes <= _mib_env("TACHYON_PDL_GEMV_MAX_MB", 1 << 62) else {"PDL": False}
+    return on | {"TRIG": weight_bytes <= _mib_env("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", PDL_TRIGGER_MAX_BYTES)}
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
@@ -189,11 +192,11 @@ SMALL_CONFIGS: tuple[SmallConfig, ...] = ((0, 32, 256, 4, 4, 1), (0, 16, 512, 4,
 def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                        EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
-                       PDL: tl.constexpr):
+                       PDL: tl.constexpr, TRIG: tl.constexpr):
     """SWAP 0 - program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core
     dots; the weight tile is read once for every row. Rows past M / N are clamped for the loads,
-    dropped at the store."""
-    pdl_trigger(PDL)
+    dropped at the store. TRIG: trigger the successor's early launch at the start."""
+    pdl_trigger(TRIG)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.arange(0, BLOCK_M)
@@ -225,10 +228,11 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                       SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PDL: tl.constexpr):
+                      PRECISION: tl.constexpr, PDL: tl.constexpr, TRIG: tl.constexpr):
     """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
-    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N])."""
-    pdl_trigger(PDL)
+    SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N]).
+    TRIG as in _gemm_small_kernel."""
+    pdl_trigger(TRIG)
     pid = tl.program_id(0)
     ks = tl.program_id(1)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -290,11 +294,12 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     b = bias if bias is not None else w
     prec = "ieee" if x.dtype == torch.float32 else "tf32"
     pdl = pdl_args(x.device)
+    trig = pdl["PDL"] and w.numel() * w.element_size() <= _mib_env("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", 1 << 62)
     if not swap:
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
             x, w, b, y, M, N, K, x.stride(0), w.stride(0),
             BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
-            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, **pdl,
+            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, TRIG=trig, **pdl,
         )
         return y
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
@@ -304,7 +309,7 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
         x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
-        num_warps=num_warps, **pdl,
+        num_warps=num_warps, TRIG=trig, **pdl,
     )
     if split_k > 1:
         _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](part, b, y, M, N, SPLIT_K=split_k, BLOCK=1024,

@@ -19,11 +19,15 @@ from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding
 from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
 
+FUSED_DECODE_MIN_BATCH = 1
 
-def fused_decode_attention() -> bool:
-    """Decode steps take decode_qkv_attention (default) unless TACHYON_FUSED_DECODE_ATTN=0 (A/B switch:
-    qkv_post + attention as two ops). Read per forward: a CUDA graph keeps what was in force at capture."""
-    return os.environ.get("TACHYON_FUSED_DECODE_ATTN", "1") != "0"
+
+def fused_decode_attention(batch: int) -> bool:
+    """Whether a decode step of `batch` sequences takes decode_qkv_attention (one kernel) instead of qkv_post
+    + attention: from FUSED_DECODE_MIN_BATCH sequences up; TACHYON_FUSED_DECODE_ATTN=N overrides the minimum
+    (0: never). Read per forward: a CUDA graph keeps what was in force at capture."""
+    least = int(os.environ.get("TACHYON_FUSED_DECODE_ATTN", FUSED_DECODE_MIN_BATCH))
+    return 0 < least <= batch
 
 
 class Attention(nn.Module):
@@ -47,7 +51,7 @@ class Attention(nn.Module):
         norm / rotary / store (q comes back contiguous), then the attention kernel."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
-        if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention():
+        if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(t):
             o = kernels.decode_qkv_attention(
                 qkv, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
                 self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
