@@ -263,3 +263,17 @@ def test_gemv_pdl_policy(monkeypatch):
     assert G._gemv_pdl(dev, 1024) == {"PDL": False, "TRIG": False}
     monkeypatch.setenv("TACHYON_PDL_GEMV", "start")
     assert G._gemv_pdl(dev, 1 << 34) == on
+
+
+def test_small_gemm_pdl_policy(monkeypatch):
+    """Skinny GEMMs launch early where PDL is on; only those up to 160 MiB trigger (not a 7B gate_up)."""
+    G = importlib.import_module("tachyon.kernels.gemv")
+    monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
+    monkeypatch.delenv("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", raising=False)
+    dev = torch.device("cpu")
+    assert G._small_pdl(dev, 18944 * 3584 * 2) == {"PDL": True, "launch_pdl": True, "TRIG": True}
+    assert G._small_pdl(dev, 2 * 18944 * 3584 * 2) == {"PDL": True, "launch_pdl": True, "TRIG": False}
+    monkeypatch.setenv("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", "300")
+    assert G._small_pdl(dev, 2 * 18944 * 3584 * 2)["TRIG"]
+    monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": False})
+    assert G._small_pdl(dev, 1024) == {"PDL": False, "TRIG": False}

@@ -282,6 +282,15 @@ def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLO
     tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def _small_pdl(device: torch.device, weight_bytes: int) -> dict:
+    """PDL launch arguments of the skinny GEMMs: always launched early (where PDL is on); TRIG as the GEMV's
+    rule, up to PDL_TRIGGER_MAX_BYTES (TACHYON_PDL_SMALL_TRIGGER_MAX_MB overrides). The 7B gate_up (259 MiB,
+    592 programs of 64 rows) without the trigger: B=8 step 4.27 -> 4.24 ms (decode_fused_session5/)."""
+    args = pdl_args(device)
+    limit = _mib_env("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", PDL_TRIGGER_MAX_BYTES)
+    return args | {"TRIG": args["PDL"] and weight_bytes <= limit}
+
+
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                       config: SmallConfig | None = None) -> torch.Tensor:
     """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
@@ -293,8 +302,8 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     y = torch.empty(M, N, dtype=x.dtype, device=x.device)
     b = bias if bias is not None else w
     prec = "ieee" if x.dtype == torch.float32 else "tf32"
-    pdl = pdl_args(x.device)
-    trig = pdl["PDL"] and w.numel() * w.element_size() <= _mib_env("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", 1 << 62)
+    pdl = _small_pdl(x.device, w.numel() * w.element_size())
+    trig = pdl.pop("TRIG")
     if not swap:
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
             x, w, b, y, M, N, K, x.stride(0), w.stride(0),

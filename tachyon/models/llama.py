@@ -19,7 +19,11 @@ from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding
 from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
 
-FUSED_DECODE_MIN_BATCH = 1
+# decode batches of at least this many sequences take decode_qkv_attention. On the H200 (decode-step replays,
+# 512-token context; benchmarks/results/decode_fused_session5/) the fused kernel wins at B=8 (Qwen2.5-7B
+# step -0.03 to -0.06 ms) but loses at B=1 (+0.04 ms 7B, +0.017 ms Qwen3-0.6B), though alone, and behind
+# the qkv GEMV, it is 2-3 us faster than qkv_post + attention at B=1 as well (decode_fused_timing.json)
+FUSED_DECODE_MIN_BATCH = 2
 
 
 def fused_decode_attention(batch: int) -> bool:

@@ -1,0 +1,99 @@
+"""Where a replayed decode step's time goes, kernel by kernel: one engine, the bs1 (and B=8) decode graph
+re-captured per variant (step_ab.py's variant syntax), a few replays under torch.profiler, and for each
+kernel name the sum over one step of (its end - the previous kernel's end): in a chain of dependent
+kernels that is what each adds to the step, PDL waits included. Also the first layers' raw timeline.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/step_trace.py --out $OUT --shape qwen2.5-7b \
+    --variants auto,fda=1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.step_ab import BASE, KNOBS, set_configs, set_fusion, variant  # noqa: E402
+from tachyon import LLM  # noqa: E402
+
+
+def trace(graph, replays: int) -> list[tuple[str, float, float]]:
+    """(kernel name, start us, end us) of `replays` graph replays, in start order."""
+    graph.replay()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    ev = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+          if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start]
+    return sorted(ev, key=lambda x: x[1])
+
+
+def contributions(ev: list[tuple[str, float, float]], replays: int) -> dict[str, float]:
+    """Per kernel name: sum of (end - previous end, clamped at 0) over the trace, per replay (us)."""
+    out: dict[str, float] = defaultdict(float)
+    prev_end = None
+    for name, _, end in ev:
+        if prev_end is not None:
+            out[name[:60]] += max(0.0, end - prev_end) / replays
+        prev_end = end if prev_end is None else max(prev_end, end)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--shape", default="qwen2.5-7b")
+    ap.add_argument("--context", type=int, default=512)
+    ap.add_argument("--variants", default="auto")
+    ap.add_argument("--batches", default="1")
+    ap.add_argument("--replays", type=int, default=5)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
+    runner = llm.engine.runner
+    blocks = -(-args.context // runner.block_size)
+    saved: dict = {}
+    res = {"shape": args.shape, "context": args.context, "variants": {}}
+    for name in args.variants.split(","):
+        env, fusion, overrides = variant(name)
+        for knob in KNOBS.values():
+            os.environ.pop(knob, None)
+        os.environ.update(BASE | env)
+        set_fusion(runner.model, fusion, saved)
+        set_configs(runner.model, overrides, saved)
+        batches = [int(b) for b in args.batches.split(",")]
+        with torch.inference_mode():
+            g = runner._graph_runner()
+            g.capture(batches)
+            g.seq_lens.fill_(args.context)
+            g.block_tables[:, :blocks] = torch.arange(blocks, dtype=torch.int32, device=g.device)
+            g.slots.fill_(-1)
+            for b in batches:
+                ev = trace(g.graphs[b], args.replays)
+                per = contributions(ev, args.replays)
+                t0 = ev[0][1]
+                res["variants"].setdefault(name, {})[str(b)] = {
+                    "step_us": (ev[-1][2] - t0) / args.replays,
+                    "kernels_per_step": len(ev) / args.replays,
+                    "contribution_us": per,
+                    "first_kernels": [(n[:40], round(s - t0, 2), round(e - t0, 2)) for n, s, e in ev[:40]],
+                }
+                top = ", ".join(f"{k[:28]} {v:.0f}" for k, v in list(per.items())[:8])
+                print(f"{args.shape} {name} B={b}: {(ev[-1][2] - t0) / args.replays:.1f} us/step; {top}", flush=True)
+            g.release()
+        (out / f"step_trace_{args.shape}.json").write_text(json.dumps(res, indent=1))
+    os.environ.update(BASE)
+
+
+if __name__ == "__main__":
+    main()
