@@ -1,7 +1,7 @@
-"""Decode attention from the qkv projection: the fused kernel (decode_fused.py, with and without its peeled
-first tile) against qkv_post + attention, graph-timed alone and behind the batch-1 qkv GEMV that precedes
-it in a decode step (PDL neighbours as in the engine). Qwen2.5-7B and Qwen3-0.6B attention shapes, B 1 and
-8, 512-token contexts, split count as a graph captured at max_seq_len 4096 picks it.
+"""Decode attention from the qkv projection: the fused kernel (decode_fused.py) against qkv_post + attention,
+graph-timed alone and behind the batch-1 qkv GEMV that precedes it in a decode step (PDL neighbours as in
+the engine). Qwen2.5-7B and Qwen3-0.6B attention shapes, B 1 and 8, 512-token contexts, split count as a
+graph captured at max_seq_len 4096 picks it.
 
 Usage (GPU machine, repo root): python3 benchmarks/kernels/decode_fused_timing.py --out $OUT
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -75,8 +74,7 @@ def main() -> None:
             def project(x=x, w=w, B=B, cfg=cfg) -> torch.Tensor:
                 return K.gemv_triton(x, w, None, cfg) if B == 1 else torch.nn.functional.linear(x, w)
             ref = two_op(c)
-            for name, fn in (("two_op", two_op), ("fused", fused), ("fused_peel", fused)):
-                os.environ["TACHYON_DECODE_PEEL"] = "1" if name == "fused_peel" else "0"
+            for name, fn in (("two_op", two_op), ("fused", fused)):
                 err = rel_err(fn(c), ref)
                 alone = graph_time_us(lambda fn=fn, c=c: fn(c))
                 behind = graph_time_us(lambda fn=fn, c=c, project=project: fn(dict(c, qkv=project())))
@@ -85,7 +83,6 @@ def main() -> None:
                                  qkv_gemv_us=proj, rel_err=err))
                 print(f"{shape} B={B} {name:10s} alone {alone:.2f} us  behind qkv GEMV {behind:.2f} us "
                       f"(GEMV alone {proj:.2f})  rel err {err:.1e}", flush=True)
-    os.environ.pop("TACHYON_DECODE_PEEL", None)
     (out / "decode_fused_timing.json").write_text(json.dumps(dict(env=env(Path(__file__).parents[2]), rows=rows),
                                                              indent=1))
 

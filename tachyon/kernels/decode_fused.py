@@ -18,8 +18,6 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
-import os
-
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
@@ -30,7 +28,7 @@ from tachyon.kernels.attention import (
     attention_ref,
     choose_kv_splits,
 )
-from tachyon.kernels.fused_qkv import _check_args, _norm_rope_heads, qkv_post_ref
+from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
 
 
 def _check_decode(qkv: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor) -> None:
@@ -67,18 +65,24 @@ def decode_qkv_attention_ref(
 
 
 @triton.jit
-def _load_kv_tile(cache_ptr, bt_row, n0, kv_end, hk, d, dmask, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-                  PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
-    """K and V [BLOCK_N, BLOCK_D] of keys n0 .. n0 + BLOCK_N (< kv_end; others 0) through the block table,
-    and the key mask."""
+def _kv_tile(cache_ptr, blk, n0, kv_end, hk, d, dmask, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+             PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """K and V [BLOCK_N, BLOCK_D] of keys n0 .. n0 + BLOCK_N (< kv_end; others 0), given their block ids
+    `blk` (the block-table entries of those keys), and the key mask."""
     n = n0 + tl.arange(0, BLOCK_N)
     nmask = n < kv_end
-    blk = tl.load(bt_row + n // PAGE, mask=nmask, other=0).to(tl.int64)
-    off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
+    off = blk.to(tl.int64) * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
     kvmask = nmask[:, None] & dmask[None, :]
     k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0)
     v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
     return k, v, nmask
+
+
+@triton.jit
+def _block_ids(bt_row, n0, kv_end, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Block-table entries of keys n0 .. n0 + BLOCK_N (0 past kv_end)."""
+    n = n0 + tl.arange(0, BLOCK_N)
+    return tl.load(bt_row + n // PAGE, mask=n < kv_end, other=0)
 
 
 @triton.jit
@@ -103,18 +107,23 @@ def _decode_qkv_kernel(
     Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
     ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    num_splits, SPLIT: tl.constexpr, PEEL: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
-    it. PEEL: the first cache tile is loaded before q is normalised and rotated, so the block-table ->
-    K/V chain overlaps the rotary's loads (else it is the loop's first iteration). Outputs as
-    _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
+    it. Latency is the point at small batch, so the dependent loads are issued as early as they can be:
+    the token's q / k / v rows with seq_lens (they depend on nothing), the rotary's cos / sin with the
+    first tile's block ids (both depend on S only), and each tile's successor's block ids one iteration
+    ahead. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
+    row = qkv_ptr + b.to(tl.int64) * stride_qkv
+    xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
+    xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
+    v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0)
     S = tl.load(seq_lens_ptr + b)
     last = S - 1
     if SPLIT:
@@ -135,34 +144,24 @@ def _decode_qkv_kernel(
     if start < end:
         bt_row = bt_ptr + b * stride_bt
         cached_end = tl.minimum(end, last)
-        if PEEL:
-            k0, v0, nmask0 = _load_kv_tile(cache_ptr, bt_row, start, cached_end, hk, d, dmask,
-                                           stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-        row = qkv_ptr + b.to(tl.int64) * stride_qkv
+        blk_next = _block_ids(bt_row, start, cached_end, PAGE, BLOCK_N)
         dd = d[None, :]
         in_rot = dd < ROT
         j = tl.where(dd < HALF, dd, dd - HALF)
-        ty = qkv_ptr.dtype.element_ty
-        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
-        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(ty).to(tl.float32)
+        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
+        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
         sign = tl.where(dd < HALF, -1.0, 1.0)
-        q, hq, dq, mq = _norm_rope_heads(row + hk * G * D, qw_ptr, c, s, sign, G, eps,
-                                         BLOCK_G, D, BLOCK_D, HALF, ROT, HAS_NORM)
-        first = start
-        if PEEL:
-            if start < cached_end:
-                acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k0, v0, nmask0, scale, PREC)
-            first = start + BLOCK_N
-        for n0 in range(first, cached_end, BLOCK_N):
-            k, v, nmask = _load_kv_tile(cache_ptr, bt_row, n0, cached_end, hk, d, dmask,
-                                        stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+        q = _norm_rope(xq, xqp, dq, qw_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
+        for n0 in range(start, cached_end, BLOCK_N):
+            blk = blk_next
+            blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
+            k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
+                                   stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
             acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC)
         if end == S:  # this split holds the new key
-            k_new, hk1, dk, mk = _norm_rope_heads(row + (Hq + hk) * D, kw_ptr, c, s, sign, 1, eps,
-                                                  1, D, BLOCK_D, HALF, ROT, HAS_NORM)
             ct = cache_ptr.dtype.element_ty
-            k_new = k_new.to(ct)
-            v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0).to(ct)
+            k_new = _norm_rope(xk, xkp, dk, kw_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM).to(ct)
+            v_new = v_new.to(ct)
             slot = tl.load(slot_ptr + b)
             if slot >= 0:
                 dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
@@ -236,8 +235,7 @@ def decode_qkv_attention_triton(
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
-        num_splits=splits, SPLIT=splits > 1, PEEL=os.environ.get("TACHYON_DECODE_PEEL", "0") == "1",
-        PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
+        num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
     )
     if splits > 1:

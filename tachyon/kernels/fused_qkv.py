@@ -87,24 +87,27 @@ def qkv_post_ref(
 
 
 @triton.jit
-def _norm_rope_heads(
-    src_ptr, w_ptr, c, s, sign, H, eps,
-    BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
-    ROT: tl.constexpr, HAS_NORM: tl.constexpr,
-):
-    """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr: optional RMSNorm, then rotary.
-
-    Each feature d is paired with its rotate_half partner p(d) (d + HALF below HALF, d - HALF
-    below ROT, itself beyond); the partner is re-read rather than shuffled in registers.
-    """
+def _load_heads(src_ptr, H, BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
+                ROT: tl.constexpr):
+    """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr and the same tile of each feature's
+    rotate_half partner p(d) (d + HALF below HALF, d - HALF below ROT, itself beyond; re-read rather than
+    shuffled in registers). Returns (x, x_partner, h, d, mask)."""
     h = tl.arange(0, BLOCK_H)[:, None]
     d = tl.arange(0, BLOCK_D)[None, :]
     mask = (h < H) & (d < D)
     pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
     x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0)
     xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0)
+    return x, xp, h, d, mask
+
+
+@triton.jit
+def _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr,
+               HAS_NORM: tl.constexpr):
+    """Optional RMSNorm, then rotary, of a tile from _load_heads (x, its partners xp, feature index d)."""
     ty = x.dtype
     if HAS_NORM:
+        pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
         xf = x.to(tl.float32)
         rstd = tl.rsqrt(tl.sum(xf * xf, 1) / D + eps)[:, None]
         w = tl.load(w_ptr + d, mask=d < D, other=0.0).to(tl.float32)
@@ -115,8 +118,19 @@ def _norm_rope_heads(
     # HF rotary: x * cos + rotate_half(x) * sin, each product rounded to the dtype, then the sum
     a = (x.to(tl.float32) * c).to(ty).to(tl.float32)
     b = (xp.to(tl.float32) * s).to(ty).to(tl.float32)
-    out = tl.where(d < ROT, (a + sign * b).to(ty), x)
-    return out, h, d, mask
+    return tl.where(d < ROT, (a + sign * b).to(ty), x)
+
+
+@triton.jit
+def _norm_rope_heads(
+    src_ptr, w_ptr, c, s, sign, H, eps,
+    BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
+    ROT: tl.constexpr, HAS_NORM: tl.constexpr,
+):
+    """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr: optional RMSNorm, then rotary.
+    Returns (out, h, d, mask)."""
+    x, xp, h, d, mask = _load_heads(src_ptr, H, BLOCK_H, D, BLOCK_D, HALF, ROT)
+    return _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM), h, d, mask
 
 
 @triton.jit

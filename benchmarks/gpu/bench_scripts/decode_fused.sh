@@ -7,8 +7,7 @@
 export GIT_SHA=$TACHYON_GIT_SHA
 R=/tmp/dfa
 mkdir -p $R
-[ -n "$SKIP_TESTS" ] || timeout 200 python3 -m pytest -q tests/test_kernels_decode_fused.py tests/test_kernels.py \
-  -k "decode or fused" 2>&1 | tail -3 | tee $R/gpu_tests.txt
+[ -n "$SKIP_TESTS" ] || timeout 200 python3 -m pytest -q tests/test_kernels_decode_fused.py 2>&1 | tail -3 | tee $R/gpu_tests.txt
 [ -n "$SKIP_TIMING" ] || timeout 120 python3 benchmarks/kernels/decode_fused_timing.py --out $R/timing 2>&1 \
   | grep -v -i warn | tail -12
 timeout 300 python3 benchmarks/gpu/step_ab.py --shapes qwen2.5-7b --out $R/step_ab_7b \
