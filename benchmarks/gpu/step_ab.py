@@ -109,12 +109,16 @@ def main() -> None:
     ap.add_argument("--context", type=int, default=512)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default="off,on,gemv_off,auto")
+    ap.add_argument("--large", default="", help="also these batch sizes (e.g. 64,256), greedy, each row its own "
+                                                 "KV blocks")
     args = ap.parse_args()
+    large = [int(b) for b in args.large.split(",") if b]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for shape in args.shapes.split(","):
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
+                  max_num_seqs=max([8] + large))
         runner = llm.engine.runner
         blocks = -(-args.context // runner.block_size)
         res = {"shape": shape, "context": args.context}
@@ -129,7 +133,7 @@ def main() -> None:
                 set_configs(runner.model, overrides, saved)
                 with torch.inference_mode():
                     g = runner._graph_runner()
-                    g.capture([1, 8])
+                    g.capture(sorted({1, 8, *large}))
                     g.seq_lens.fill_(args.context)
                     g.block_tables[:, :blocks] = torch.arange(blocks, dtype=torch.int32, device=g.device)
                     g.slots.fill_(-1)
@@ -137,6 +141,12 @@ def main() -> None:
                     g.temperature[:8] = 0.7
                     g.top_p[:8] = 0.9
                     r["bs8_top_p"] = replay_ms(g, 8, 100)
+                    g.temperature.zero_()
+                    g.top_p.fill_(1.0)
+                    for b in large:
+                        g.block_tables[:b, :blocks] = torch.arange(b * blocks, dtype=torch.int32,
+                                                                   device=g.device).view(b, blocks)
+                        r[f"bs{b}_greedy"] = replay_ms(g, b, 20)
                     g.release()
                 res.setdefault(name, []).append(r)
                 print(f"{shape} round {rnd} {name:10s} " + " ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
