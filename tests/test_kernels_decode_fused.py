@@ -169,3 +169,21 @@ def test_rejects_non_decode_batch():
     bad = dict(case, query_start_loc=case["query_start_loc"][:-1])
     with pytest.raises(ValueError, match="one token per sequence"):
         K.decode_qkv_attention_ref(**bad)
+
+
+def test_model_policy(monkeypatch):
+    """The model takes the fused kernel for decode batches of >= 2 sequences whose context is split (small
+    batches), not at batch 1 nor when every (sequence, KV head) program already covers the GPU; the
+    environment overrides the minimum batch (0: never)."""
+    from tachyon.models.llama import fused_decode_attention
+
+    monkeypatch.delenv("TACHYON_FUSED_DECODE_ATTN", raising=False)
+    cpu = torch.device("cpu")  # sm_count: 132, as an H100 / H200
+    assert not fused_decode_attention(1, 4, 4096, cpu)
+    assert fused_decode_attention(8, 4, 4096, cpu)
+    assert not fused_decode_attention(256, 4, 4096, cpu)  # 1,024 programs: no split
+    assert not fused_decode_attention(8, 4, 200, cpu)  # a context too short to split
+    monkeypatch.setenv("TACHYON_FUSED_DECODE_ATTN", "1")
+    assert fused_decode_attention(1, 4, 4096, cpu)
+    monkeypatch.setenv("TACHYON_FUSED_DECODE_ATTN", "0")
+    assert not fused_decode_attention(8, 4, 4096, cpu)

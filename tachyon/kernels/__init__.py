@@ -9,7 +9,7 @@ import torch
 
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
-from tachyon.kernels.attention import attention_ref, attention_triton
+from tachyon.kernels.attention import attention_ref, attention_triton, decode_kv_splits
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
@@ -199,6 +199,7 @@ __all__ = [
     "rope_cos_sin_cache",
     "qkv_post",
     "decode_qkv_attention",
+    "decode_kv_splits",
     "decode_qkv_attention_ref",
     "decode_qkv_attention_triton",
     "silu_and_mul",

@@ -289,6 +289,11 @@ def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms
     return max(1, min(by_len, -(-2 * num_sms // programs), MAX_KV_SPLITS))
 
 
+def decode_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
+    """The split count a decode launch picks automatically on `device` (1: the context is not split)."""
+    return choose_kv_splits(num_seqs, num_kv_heads, max_seq_len, sm_count(device))
+
+
 def attention_triton(
     q: torch.Tensor,
     kv_cache: torch.Tensor,

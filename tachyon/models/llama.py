@@ -19,19 +19,22 @@ from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding
 from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
 
-# decode batches of at least this many sequences take decode_qkv_attention. On the H200 (decode-step replays,
-# 512-token context; benchmarks/results/decode_fused_session5/) the fused kernel wins at B=8 (Qwen2.5-7B
-# step -0.03 to -0.06 ms) but loses at B=1 (+0.04 ms 7B, +0.017 ms Qwen3-0.6B), though alone, and behind
-# the qkv GEMV, it is 2-3 us faster than qkv_post + attention at B=1 as well (decode_fused_timing.json)
+# decode batches of at least this many sequences take decode_qkv_attention, while their context is split
+# (the latency regime: few (sequence, KV head) programs). On the H200 (decode-step replays, 512-token
+# context; benchmarks/results/decode_fused_session5/) the fused kernel wins at B=8 (Qwen2.5-7B step 4.276
+# -> 4.201 ms, Qwen3-0.6B 1.146 -> 1.109) and is even at 7B B=1, but loses at 0.6B B=1 (0.818 -> 0.866)
+# and at B=256, where nothing is split (7B 7.868 -> 7.949 ms; its key loop is slower than the dedicated
+# decode kernel's)
 FUSED_DECODE_MIN_BATCH = 2
 
 
-def fused_decode_attention(batch: int) -> bool:
+def fused_decode_attention(batch: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> bool:
     """Whether a decode step of `batch` sequences takes decode_qkv_attention (one kernel) instead of qkv_post
-    + attention: from FUSED_DECODE_MIN_BATCH sequences up; TACHYON_FUSED_DECODE_ATTN=N overrides the minimum
-    (0: never). Read per forward: a CUDA graph keeps what was in force at capture."""
+    + attention: from FUSED_DECODE_MIN_BATCH sequences up (TACHYON_FUSED_DECODE_ATTN=N overrides the minimum,
+    0: never) and only while the attention splits the context. Read per forward: a CUDA graph keeps what
+    was in force at capture."""
     least = int(os.environ.get("TACHYON_FUSED_DECODE_ATTN", FUSED_DECODE_MIN_BATCH))
-    return 0 < least <= batch
+    return 0 < least <= batch and kernels.decode_kv_splits(batch, num_kv_heads, max_seq_len, device) > 1
 
 
 class Attention(nn.Module):
@@ -55,7 +58,8 @@ class Attention(nn.Module):
         norm / rotary / store (q comes back contiguous), then the attention kernel."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
-        if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(t):
+        if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
+                t, self.num_kv_heads, meta.max_seq_len, qkv.device):
             o = kernels.decode_qkv_attention(
                 qkv, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
                 self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,

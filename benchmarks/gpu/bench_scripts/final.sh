@@ -17,8 +17,8 @@ for run in "qwen2.5-7b seed8 140" "qwen3-0.6b bs1 80"; do
     --report-dir /tmp/res 2>&1 | grep -v "Loading weights" | tail -4
 done
 mkdir -p $R/offline && cp /tmp/res/*.json /tmp/res/*.md $R/offline/ 2>/dev/null
-timeout 150 python3 -m pytest -q tests/test_kernels_sampling.py tests/test_kernels_gemv.py \
-  tests/test_kernels_decode_fused.py 2>&1 | tail -4 | tee $R/gpu_tests.txt
+timeout 200 python3 -m pytest -q ${GPU_TESTS:-tests/test_kernels_sampling.py tests/test_kernels_gemv.py \
+  tests/test_kernels_decode_fused.py} 2>&1 | tail -4 | tee $R/gpu_tests.txt
 # the fused decode attention at large batch (decode steps of nano256), against qkv_post + attention
 [ -n "$SKIP_LARGE" ] || timeout 200 python3 benchmarks/gpu/step_ab.py --shapes qwen2.5-7b --rounds 1 --large 64,256 \
   --variants auto,fda=0 --out $R/step_ab_large 2>&1 | grep -v -i warn | tail -3
