@@ -6,7 +6,7 @@
 R=/tmp/trace
 mkdir -p $R
 for shape in qwen2.5-7b qwen3-0.6b; do
-  timeout 150 python3 benchmarks/gpu/step_trace.py --shape $shape --variants "${TV:-auto,fda=1}" --out $R 2>&1 \
+  timeout 150 python3 benchmarks/gpu/step_trace.py --shape $shape --variants "${TV:-auto,fda=1}" --batches "${TB:-1}" --out $R 2>&1 \
     | grep -v -i warn | tail -4
 done
 [ -n "$SKIP_AB" ] || timeout 200 python3 benchmarks/gpu/step_ab.py --shapes qwen2.5-7b --out $R/step_ab_7b \
