@@ -18,6 +18,8 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
+import os
+
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
@@ -219,6 +221,13 @@ def decode_qkv_attention_triton(
         return out
     cfg = DECODE_CONFIG["fp32" if qkv.dtype == torch.float32 else "bf16"]
     splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(qkv.device)), MAX_KV_SPLITS)
+    # A/B knobs (unset: off): a lower split cap (fewer programs waiting on the SMs under PDL) and a register
+    # cap for the kernel (more of them, and of their neighbours, resident at once)
+    cap = int(os.environ.get("TACHYON_DECODE_FUSED_MAX_SPLITS") or 0)
+    if cap and not num_kv_splits:
+        splits = max(1, min(splits, cap))
+    maxnreg = int(os.environ.get("TACHYON_DECODE_FUSED_MAXNREG") or 0)
+    extra = {"maxnreg": maxnreg} if maxnreg else {}
     if splits > 1:
         mid_o = torch.empty(B, Hq, splits, D, device=qkv.device, dtype=torch.float32)
         mid_lse = torch.empty(B, Hq, splits, device=qkv.device, dtype=torch.float32)
@@ -236,7 +245,7 @@ def decode_qkv_attention_triton(
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl, **extra,
     )
     if splits > 1:
         _split_reduce_kernel[(B, Hq)](
