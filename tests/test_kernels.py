@@ -108,9 +108,12 @@ def test_attention_decode_kv_splits(poison, dtype, G):
 
 
 @needs_triton
-def test_attention_decode_kv_splits_graph_shape(poison):
+@pytest.mark.parametrize("early_exit", [False, True])
+def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, early_exit):
     """As a CUDA graph launches it: max_seq_len = max_model_len picks many splits, short contexts use
-    only their first few (128-key, or 32 in fp32) splits; results match the exact-max_seq_len call."""
+    only their first few (128-key, or 32 in fp32) splits; results match the exact-max_seq_len call. With
+    the early exit the empty splits write nothing (their NaN-poisoned partials must not be merged)."""
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", "1" if early_exit else "0")
     dtype = DTYPES[-1]
     gen = torch.Generator().manual_seed(4)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 14, 2, 32, 16, dtype, gen)

@@ -134,9 +134,12 @@ def test_ref_matches_sdpa_oracle(name):
 @needs_triton
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("splits", [1, 4, 0])
-def test_triton_fp32(poison, name, splits):
+@pytest.mark.parametrize("early_exit", [False, True])
+def test_triton_fp32(poison, monkeypatch, name, splits, early_exit):
     """fp32 against the reference: one split, 4 (each sequence cuts its own context; the new key lands in
-    whichever split holds position S - 1) and the automatic count at a graph's max_seq_len."""
+    whichever split holds position S - 1) and the automatic count at a graph's max_seq_len; with the
+    early exit of empty splits (their partials stay NaN-poisoned, so a merge reading them fails)."""
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", "1" if early_exit else "0")
     case = make_case(name, torch.float32)
     if splits == 0:
         case["max_seq_len"] = 4096

@@ -42,7 +42,8 @@ VARIANTS = {
 KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
          "l2pf": "TACHYON_L2_PREFETCH_MB", "trigmb": "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
          "fda": "TACHYON_FUSED_DECODE_ATTN", "strig": "TACHYON_PDL_SMALL_TRIGGER_MAX_MB",
-         "fsplits": "TACHYON_DECODE_FUSED_MAX_SPLITS", "fnreg": "TACHYON_DECODE_FUSED_MAXNREG"}
+         "fsplits": "TACHYON_DECODE_FUSED_MAX_SPLITS", "fnreg": "TACHYON_DECODE_FUSED_MAXNREG",
+         "early": "TACHYON_DECODE_EARLY_EXIT"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

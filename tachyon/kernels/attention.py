@@ -16,6 +16,8 @@ head) semaphore, one launch) measured slower on the H200 for G = 7 and was dropp
 """
 
 
+import os
+
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
@@ -121,6 +123,12 @@ def _decode_split(
     return o, m_i, l_i
 
 
+@triton.jit
+def _split_len(S, num_splits, BLOCK_N: tl.constexpr):
+    """Keys per split of a sequence of S keys cut into at most num_splits splits (a multiple of BLOCK_N)."""
+    return tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
+
+
 # stride_bt (the block-table width of an eager step) changes from step to step: specialising on its
 # divisibility would compile a second variant mid-serving (a 6 s stall seen in a 7B nano256 run)
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
@@ -131,7 +139,7 @@ def _decode_kernel(
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -139,13 +147,18 @@ def _decode_kernel(
     into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
     every program writes its partial (mid_o, mid_lse; empty splits o = 0, lse = -inf) and
     _split_reduce_kernel merges all num_splits afterwards. num_splits is a run-time argument (not
-    specialised): every batch bucket's graph shares one compiled kernel."""
+    specialised): every batch bucket's graph shares one compiled kernel. EARLY_EXIT (SPLIT only): a
+    program whose split is empty returns before pdl_wait, writing nothing (seq_lens is a step input no
+    kernel writes, so it may be read first), and the merge reads only the splits that hold keys."""
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
     S = tl.load(seq_lens_ptr + b)
+    if EARLY_EXIT:
+        if sp * _split_len(S, num_splits, BLOCK_N) >= S:
+            return
+    pdl_wait(PDL)
     g = tl.arange(0, BLOCK_G)
     d = tl.arange(0, BLOCK_D)
     gmask = g < G
@@ -164,7 +177,7 @@ def _decode_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
-        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
+        split_len = _split_len(S, num_splits, BLOCK_N)
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
         row = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
@@ -182,16 +195,22 @@ def _split_reduce_kernel(
     mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh,
     num_splits, Hq: tl.constexpr, D: tl.constexpr,
     BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
+    seq_lens_ptr=None, BLOCK_N: tl.constexpr = 0, ACTIVE_ONLY: tl.constexpr = False,
 ):
-    """Merge the partial softmaxes of one (sequence, query head)."""
+    """Merge the partial softmaxes of one (sequence, query head). ACTIVE_ONLY: only the splits that hold
+    keys (the decode kernel's EARLY_EXIT leaves the others unwritten)."""
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     b = tl.program_id(0)
     h = tl.program_id(1)
-    tok = tl.load(qsl_ptr + b).to(tl.int64)
     sidx = tl.arange(0, BLOCK_S)
     d = tl.arange(0, BLOCK_D)
-    smask = sidx < num_splits
+    if ACTIVE_ONLY:
+        S = tl.load(seq_lens_ptr + b)
+        smask = sidx < tl.minimum(tl.cdiv(S, _split_len(S, num_splits, BLOCK_N)), num_splits)
+    else:
+        smask = sidx < num_splits
+    pdl_wait(PDL)
+    tok = tl.load(qsl_ptr + b).to(tl.int64)
     row = (b * Hq + h) * num_splits + sidx
     lse = tl.load(mid_lse_ptr + row, mask=smask, other=float("-inf"))
     w = tl.exp(lse - tl.max(lse, 0))
@@ -289,6 +308,25 @@ def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms
     return max(1, min(by_len, -(-2 * num_sms // programs), MAX_KV_SPLITS))
 
 
+def decode_early_exit() -> bool:
+    """TACHYON_DECODE_EARLY_EXIT=1 (A/B knob, off by default; read per launch, so a CUDA graph keeps what
+    was in force at capture): split-KV decode programs with no keys return before their PDL wait instead
+    of writing an empty partial, and the merge reads only the splits that hold keys. Meant to free the
+    SM slots that a graph's max_model_len-sized grid fills with waiting empty programs at small batch."""
+    return os.environ.get("TACHYON_DECODE_EARLY_EXIT", "0") == "1"
+
+
+def merge_splits(mid_o: torch.Tensor, mid_lse: torch.Tensor, out: torch.Tensor, query_start_loc: torch.Tensor,
+                 seq_lens: torch.Tensor, splits: int, block_n: int, active_only: bool, pdl: dict) -> None:
+    """Launch the split merge: out[token of b, h] = the softmax-weighted sum of mid_o[b, h, :splits]."""
+    B, Hq, _, D = mid_o.shape
+    _split_reduce_kernel[(B, Hq)](
+        mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
+        num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
+        seq_lens_ptr=seq_lens, BLOCK_N=block_n, ACTIVE_ONLY=active_only,
+    )
+
+
 def decode_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
     """The split count a decode launch picks automatically on `device` (1: the context is not split)."""
     return choose_kv_splits(num_seqs, num_kv_heads, max_seq_len, sm_count(device))
@@ -331,18 +369,16 @@ def attention_triton(
             mid_lse = torch.empty(B, Hq, splits, device=q.device, dtype=torch.float32)
         else:
             mid_o = mid_lse = out  # unused
+        early = splits > 1 and decode_early_exit()
         _decode_kernel[(B, Hkv, splits)](
             q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             num_splits=splits, SPLIT=splits > 1, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-            **pdl,
+            EARLY_EXIT=early, **pdl,
         )
         if splits > 1:
-            _split_reduce_kernel[(B, Hq)](
-                mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
-                num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
-            )
+            merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
         return out
     cfg = PREFILL_CONFIG[cfg_key]
     BLOCK_G = next_pow2(G)

@@ -26,9 +26,11 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 from tachyon.kernels.attention import (
     DECODE_CONFIG,
     MAX_KV_SPLITS,
-    _split_reduce_kernel,
+    _split_len,
     attention_ref,
     choose_kv_splits,
+    decode_early_exit,
+    merge_splits,
 )
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
 
@@ -109,19 +111,24 @@ def _decode_qkv_kernel(
     Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
     ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
     it. Latency is the point at small batch, so the dependent loads are issued as early as they can be:
     the token's q / k / v rows with seq_lens (they depend on nothing), the rotary's cos / sin with the
     first tile's block ids (both depend on S only), and each tile's successor's block ids one iteration
-    ahead. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse)."""
+    ahead. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse); EARLY_EXIT as
+    there (an empty split returns before pdl_wait and writes nothing)."""
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
+    if EARLY_EXIT:
+        S0 = tl.load(seq_lens_ptr + b)
+        if sp * _split_len(S0, num_splits, BLOCK_N) >= S0:
+            return
+    pdl_wait(PDL)
     row = qkv_ptr + b.to(tl.int64) * stride_qkv
     xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
     xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
@@ -129,7 +136,7 @@ def _decode_qkv_kernel(
     S = tl.load(seq_lens_ptr + b)
     last = S - 1
     if SPLIT:
-        split_len = tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
+        split_len = _split_len(S, num_splits, BLOCK_N)
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
     else:
@@ -234,6 +241,7 @@ def decode_qkv_attention_triton(
     else:
         mid_o = mid_lse = out  # unused
     pdl = pdl_args(qkv.device)
+    early = splits > 1 and decode_early_exit()
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
     kw = k_norm_weight if has_norm else qkv
@@ -245,11 +253,8 @@ def decode_qkv_attention_triton(
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl, **extra,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, **pdl, **extra,
     )
     if splits > 1:
-        _split_reduce_kernel[(B, Hq)](
-            mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
-            num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
-        )
+        merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
     return out
