@@ -154,11 +154,14 @@ def _decode_kernel(
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
-    S = tl.load(seq_lens_ptr + b)
     if EARLY_EXIT:
+        S = tl.load(seq_lens_ptr + b)
         if sp * _split_len(S, num_splits, BLOCK_N) >= S:
             return
-    pdl_wait(PDL)
+        pdl_wait(PDL)
+    else:
+        pdl_wait(PDL)
+        S = tl.load(seq_lens_ptr + b)
     g = tl.arange(0, BLOCK_G)
     d = tl.arange(0, BLOCK_D)
     gmask = g < G
