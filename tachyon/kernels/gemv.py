@@ -135,9 +135,9 @@ def _mib_env(name: str, default: int) -> int:
 def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     """PDL launch arguments of the batch-1 GEMV: PDL (launched early, waits for its predecessor) and TRIG
     (triggers its successor's early launch at its start). Default ("auto"): every GEMV launches early; one
-    reading more than PDL_TRIGGER_MAX_BYTES does not trigger. On the H200 (Qwen2.5-7B bs1 decode step):
-    early launches cut Qwen3-0.6B's bs1 step from 1.02 to 0.80 ms (pdl_ab_h200.json); qkv and o_proj (31.5
-    and 24.5 MiB) with PDL took the 7B step from 4.006 to 3.94 ms, down (129.5 MiB) as well to 3.89 ms
+    reading more than PDL_TRIGGER_MAX_BYTES does not trigger. On the H200, early launches cut Qwen3-0.6B's
+    bs1 step from 1.02 to 0.80 ms (pdl_ab_h200.json); on the Qwen2.5-7B bs1 step, qkv and o_proj (31.5
+    and 24.5 MiB) with PDL took it from 4.006 to 3.94 ms, down (129.5 MiB) as well to 3.89 ms
     (gemv_pdl_prefetch_ab_h200.json, gemv_pdl_threshold_ab_h200.json). The multi-wave gate_up (259 MiB,
     9,472 programs) costs 0.34-0.39 ms per step when it triggers at its start, launched early or not, but
     gains 0.015 ms launched early without the trigger (decode_fused_session5/): the successor's programs
