@@ -53,9 +53,10 @@ class Attention(nn.Module):
 
     def forward(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
         """qkv [T, q + 2 kv] (the qkv_proj output, which the layer computes fused with its norm)
-        -> [T, hidden]. Decode batches (one token per sequence at position seq_len - 1): one fused call,
-        (q/k norm,) rotary, K/V store into `self.kv_cache` and attention. Otherwise one call for the
-        norm / rotary / store (q comes back contiguous), then the attention kernel."""
+        -> [T, hidden]. Decode batches that fused_decode_attention picks (one token per sequence, at
+        position seq_len - 1): one fused call, (q/k norm,) rotary, K/V store into `self.kv_cache` and
+        attention. Otherwise one call for the norm / rotary / store (q comes back contiguous), then the
+        attention kernel."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
         if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
