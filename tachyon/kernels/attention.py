@@ -71,6 +71,17 @@ def attention_ref(
 
 
 @triton.jit
+def _softmax_step(s, m_i, l_i):
+    """One online-softmax step over a tile of scores s [rows, keys] (masked keys -inf): returns (p, alpha,
+    m_new, l_new) with p = exp(s - m_new) and alpha = exp(m_i - m_new), the factor that rescales the
+    accumulated output before p @ V is added (the caller does that: where it loads V is its business)."""
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    p = tl.exp(s - m_new[:, None])
+    alpha = tl.exp(m_i - m_new)
+    return p, alpha, m_new, l_i * alpha + tl.sum(p, 1)
+
+
+@triton.jit
 def _attend_tile(
     acc, m_i, l_i, q, cache_ptr, bt_ptr, n0, kv_end, pos, hk, d, dmask, scale,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
@@ -89,10 +100,7 @@ def _attend_tile(
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
     else:
         s = tl.where(nmask[None, :], s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    p = tl.exp(s - m_new[:, None])
-    alpha = tl.exp(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, 1)
+    p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
     v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
     return acc, m_new, l_i

@@ -18,14 +18,13 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
-import os
-
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 from tachyon.kernels.attention import (
     DECODE_CONFIG,
     MAX_KV_SPLITS,
+    _softmax_step,
     _split_len,
     attention_ref,
     choose_kv_splits,
@@ -87,19 +86,6 @@ def _block_ids(bt_row, n0, kv_end, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
     """Block-table entries of keys n0 .. n0 + BLOCK_N (0 past kv_end)."""
     n = n0 + tl.arange(0, BLOCK_N)
     return tl.load(bt_row + n // PAGE, mask=n < kv_end, other=0)
-
-
-@triton.jit
-def _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC: tl.constexpr):
-    """Online-softmax update of (acc, m_i, l_i) with one K/V tile (as attention.py's _attend_tile)."""
-    s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
-    s = tl.where(nmask[None, :], s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    p = tl.exp(s - m_new[:, None])
-    alpha = tl.exp(m_i - m_new)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
-    return acc, m_new, l_i
 
 
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
@@ -166,7 +152,9 @@ def _decode_qkv_kernel(
             blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
             k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
                                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-            acc, m_i, l_i = _softmax_update(acc, m_i, l_i, q, k, v, nmask, scale, PREC)
+            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k), input_precision=PREC) * scale, float("-inf"))
+            p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
         if end == S:  # this split holds the new key
             ct = cache_ptr.dtype.element_ty
             k_new = _norm_rope(xk, xkp, dk, kw_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM).to(ct)
@@ -176,6 +164,8 @@ def _decode_qkv_kernel(
                 dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
                 tl.store(dst, k_new, mask=mk)
                 tl.store(dst + stride_c_kv, v_new, mask=mk)
+            # _softmax_step for a single key, written on [BLOCK_G] vectors (a [BLOCK_G, 1] tile through the
+            # shared step compiles to different, unmeasured code)
             s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
             m_new = tl.maximum(m_i, s_new)
             alpha = tl.exp(m_i - m_new)
@@ -228,13 +218,6 @@ def decode_qkv_attention_triton(
         return out
     cfg = DECODE_CONFIG["fp32" if qkv.dtype == torch.float32 else "bf16"]
     splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(qkv.device)), MAX_KV_SPLITS)
-    # A/B knobs (unset: off): a lower split cap (fewer programs waiting on the SMs under PDL) and a register
-    # cap for the kernel (more of them, and of their neighbours, resident at once)
-    cap = int(os.environ.get("TACHYON_DECODE_FUSED_MAX_SPLITS") or 0)
-    if cap and not num_kv_splits:
-        splits = max(1, min(splits, cap))
-    maxnreg = int(os.environ.get("TACHYON_DECODE_FUSED_MAXNREG") or 0)
-    extra = {"maxnreg": maxnreg} if maxnreg else {}
     if splits > 1:
         mid_o = torch.empty(B, Hq, splits, D, device=qkv.device, dtype=torch.float32)
         mid_lse = torch.empty(B, Hq, splits, device=qkv.device, dtype=torch.float32)
@@ -253,7 +236,7 @@ def decode_qkv_attention_triton(
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, **pdl, **extra,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, **pdl,
     )
     if splits > 1:
         merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
