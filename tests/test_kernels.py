@@ -136,6 +136,16 @@ def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):
     close(out, K.attention_ref(q, cache, **meta), dtype)
 
 
+def test_decode_early_exit_policy(monkeypatch):
+    """Default: the dedicated decode kernel exits empty splits early, the fused one does not; the knob
+    forces either way for both."""
+    monkeypatch.delenv("TACHYON_DECODE_EARLY_EXIT", raising=False)
+    assert attn_mod.decode_early_exit(fused=False) and not attn_mod.decode_early_exit(fused=True)
+    for val, want in (("1", True), ("0", False)):
+        monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", val)
+        assert attn_mod.decode_early_exit(fused=False) is want and attn_mod.decode_early_exit(fused=True) is want
+
+
 def test_choose_kv_splits():
     assert attn_mod.choose_kv_splits(256, 4, 4096, 132) == 1
     assert attn_mod.choose_kv_splits(33, 4, 4096, 132) == 1  # 132 programs fill the GPU

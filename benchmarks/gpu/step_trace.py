@@ -56,6 +56,8 @@ def main() -> None:
     ap.add_argument("--variants", default="auto")
     ap.add_argument("--batches", default="1")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--sampling", default="greedy", help="greedy and/or top_p (temperature 0.7, top-p 0.9), "
+                    "comma-separated")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -78,18 +80,22 @@ def main() -> None:
             g.seq_lens.fill_(args.context)
             g.block_tables[:, :blocks] = torch.arange(blocks, dtype=torch.int32, device=g.device)
             g.slots.fill_(-1)
-            for b in batches:
+            for b, mode in [(b, m) for b in batches for m in args.sampling.split(",")]:
+                g.temperature.fill_(0.7 if mode == "top_p" else 0.0)
+                g.top_p.fill_(0.9 if mode == "top_p" else 1.0)
                 ev = trace(g.graphs[b], args.replays)
                 per = contributions(ev, args.replays)
                 t0 = ev[0][1]
-                res["variants"].setdefault(name, {})[str(b)] = {
+                key = str(b) if mode == "greedy" else f"{b}_{mode}"
+                res["variants"].setdefault(name, {})[key] = {
                     "step_us": (ev[-1][2] - t0) / args.replays,
                     "kernels_per_step": len(ev) / args.replays,
                     "contribution_us": per,
                     "first_kernels": [(n[:40], round(s - t0, 2), round(e - t0, 2)) for n, s, e in ev[:40]],
                 }
                 top = ", ".join(f"{k[:28]} {v:.0f}" for k, v in list(per.items())[:8])
-                print(f"{args.shape} {name} B={b}: {(ev[-1][2] - t0) / args.replays:.1f} us/step; {top}", flush=True)
+                step = (ev[-1][2] - t0) / args.replays
+                print(f"{args.shape} {name} B={b} {mode}: {step:.1f} us/step; {top}", flush=True)
             g.release()
         (out / f"step_trace_{args.shape}.json").write_text(json.dumps(res, indent=1))
     os.environ.update(BASE)

@@ -224,7 +224,7 @@ def decode_qkv_attention_triton(
     else:
         mid_o = mid_lse = out  # unused
     pdl = pdl_args(qkv.device)
-    early = splits > 1 and decode_early_exit()
+    early = splits > 1 and decode_early_exit(fused=True)
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
     kw = k_norm_weight if has_norm else qkv
