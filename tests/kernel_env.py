@@ -39,3 +39,22 @@ def tol(dtype: torch.dtype) -> dict:
 def close(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> None:
     assert not torch.isnan(a).any(), "NaN (unwritten or bad) elements"
     torch.testing.assert_close(a.float(), b.float(), **tol(dtype))
+
+
+# how split-KV decode partials are merged: the merge kernel after every split wrote its partial ("kernel"),
+# the same after empty splits exit early ("early"), or by the last split program itself, after empty
+# splits exit early ("inline") or with them counting in ("inline_wait")
+MERGE_MODES = ["kernel", "early", "inline", "inline_wait"]
+
+
+def set_merge_mode(monkeypatch, mode: str) -> None:
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", "1" if mode in ("early", "inline") else "0")
+    monkeypatch.setenv("TACHYON_DECODE_MERGE", "inline" if mode.startswith("inline") else "kernel")
+
+
+def assert_counters_zero() -> None:
+    """The inline merges' counters are back to zero after every launch (a CUDA graph replays on them)."""
+    base = importlib.import_module("tachyon.kernels._triton")
+    for bufs in base._COUNTERS.values():
+        for buf in bufs:
+            assert int(buf.abs().sum()) == 0, "inline-merge counters left non-zero"

@@ -7,7 +7,20 @@ import math
 import pytest
 import torch
 
-from tests.kernel_env import CUDA, DEV, DTYPES, NAN, K, close, interpreter_usable, needs_triton, tol
+from tests.kernel_env import (
+    CUDA,
+    DEV,
+    DTYPES,
+    MERGE_MODES,
+    NAN,
+    K,
+    assert_counters_zero,
+    close,
+    interpreter_usable,
+    needs_triton,
+    set_merge_mode,
+    tol,
+)
 
 attn_mod = importlib.import_module("tachyon.kernels.attention")
 # log(0) = -inf of an empty KV split is intended; the interpreter warns about it
@@ -108,12 +121,13 @@ def test_attention_decode_kv_splits(poison, dtype, G):
 
 
 @needs_triton
-@pytest.mark.parametrize("early_exit", [False, True])
-def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, early_exit):
+@pytest.mark.parametrize("merge", MERGE_MODES)
+def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge):
     """As a CUDA graph launches it: max_seq_len = max_model_len picks many splits, short contexts use
     only their first few (128-key, or 32 in fp32) splits; results match the exact-max_seq_len call. With
-    the early exit the empty splits write nothing (their NaN-poisoned partials must not be merged)."""
-    monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", "1" if early_exit else "0")
+    the early exit (and the inline merge) the empty splits write nothing (their NaN-poisoned partials
+    must not be merged); the inline merge leaves its counters zero."""
+    set_merge_mode(monkeypatch, merge)
     dtype = DTYPES[-1]
     gen = torch.Generator().manual_seed(4)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 14, 2, 32, 16, dtype, gen)
@@ -123,6 +137,7 @@ def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, early_exit)
     out = K.attention_triton(q, cache, **wide, out=torch.full_like(q, NAN))
     close(out, ref, dtype)
     close(K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN)), out, dtype)
+    assert_counters_zero()
 
 
 @needs_triton
@@ -144,6 +159,16 @@ def test_decode_early_exit_policy(monkeypatch):
     for val, want in (("1", True), ("0", False)):
         monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", val)
         assert attn_mod.decode_early_exit(fused=False) is want and attn_mod.decode_early_exit(fused=True) is want
+
+
+def test_decode_inline_merge_policy(monkeypatch):
+    """Default: the fused decode kernel merges its splits inline, the dedicated one launches the merge
+    kernel; the knob forces either way for both."""
+    monkeypatch.delenv("TACHYON_DECODE_MERGE", raising=False)
+    assert attn_mod.decode_inline_merge(fused=True) and not attn_mod.decode_inline_merge(fused=False)
+    for val, want in (("inline", True), ("kernel", False)):
+        monkeypatch.setenv("TACHYON_DECODE_MERGE", val)
+        assert attn_mod.decode_inline_merge(fused=False) is want and attn_mod.decode_inline_merge(fused=True) is want
 
 
 def test_choose_kv_splits():

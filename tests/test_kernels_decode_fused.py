@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tests.kernel_env import CUDA, DEV, NAN, K, close, needs_triton
+from tests.kernel_env import CUDA, DEV, MERGE_MODES, NAN, K, assert_counters_zero, close, needs_triton, set_merge_mode
 
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # log(0) of empty splits
 
@@ -134,12 +134,13 @@ def test_ref_matches_sdpa_oracle(name):
 @needs_triton
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("splits", [1, 4, 0])
-@pytest.mark.parametrize("early_exit", [False, True])
-def test_triton_fp32(poison, monkeypatch, name, splits, early_exit):
+@pytest.mark.parametrize("merge", MERGE_MODES)
+def test_triton_fp32(poison, monkeypatch, name, splits, merge):
     """fp32 against the reference: one split, 4 (each sequence cuts its own context; the new key lands in
-    whichever split holds position S - 1) and the automatic count at a graph's max_seq_len; with the
-    early exit of empty splits (their partials stay NaN-poisoned, so a merge reading them fails)."""
-    monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", "1" if early_exit else "0")
+    whichever split holds position S - 1) and the automatic count at a graph's max_seq_len; with each way
+    of merging the splits (set_merge_mode: NaN-poisoned partials of splits that hold no keys must not be
+    read; the inline merge's counters must be left zero)."""
+    set_merge_mode(monkeypatch, merge)
     case = make_case(name, torch.float32)
     if splits == 0:
         case["max_seq_len"] = 4096
@@ -148,13 +149,16 @@ def test_triton_fp32(poison, monkeypatch, name, splits, early_exit):
     assert out.shape == (len(SEQ_LENS), case["num_heads"], case["head_dim"])
     close(out[:-1], ref[:-1], torch.float32)
     check_cache(cache, ref_cache, case["kv_cache"], case, atol=1e-5)
+    assert_counters_zero()
 
 
 @pytest.mark.skipif(not CUDA, reason="GPU only: the interpreter's bf16 tl.dot gives garbage (attention_triton's "
                     "decode kernel too, whose bf16 tests are GPU-only as well)")
 @pytest.mark.parametrize("name", ["qwen2", "qwen3"])
-def test_triton_bf16(poison, name):
-    """bf16: against the reference within bf16 error, and deterministic."""
+@pytest.mark.parametrize("merge", MERGE_MODES)
+def test_triton_bf16(poison, monkeypatch, name, merge):
+    """bf16: against the reference within bf16 error, and deterministic (each way of merging splits)."""
+    set_merge_mode(monkeypatch, merge)
     case = make_case(name, torch.bfloat16)
     ref, ref_cache = run(K.decode_qkv_attention_ref, case, num_kv_splits=4)
     out, cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=4)
@@ -165,6 +169,7 @@ def test_triton_bf16(poison, name):
     check_cache(cache, ref_cache, case["kv_cache"], case, atol=0.25)
     again, _ = run(K.decode_qkv_attention_triton, case, num_kv_splits=4)
     assert torch.equal(again[:-1], out[:-1])
+    assert_counters_zero()
 
 
 def test_rejects_non_decode_batch():

@@ -290,3 +290,22 @@ def test_scratch_segments_start_16_byte_aligned(dtype):
     assert [s.data_ptr() - base for s in segs] == sorted(s.data_ptr() - base for s in segs), "no overlap, in order"
     for a, b in zip(segs, segs[1:]):
         assert a.data_ptr() + a.numel() * a.element_size() <= b.data_ptr()
+
+
+@pytest.mark.parametrize("impl", ["ref", pytest.param("triton", marks=needs_triton), "dispatch"])
+def test_sampling_writes_into_out(impl):
+    """`out` (here a view of a larger buffer, as the decode graph passes last_tokens[:B]) receives the same
+    tokens as a run without it, is the tensor returned, and nothing past it is written."""
+    gen = torch.Generator().manual_seed(10)
+    B, V = 5, 300
+    logits = torch.randn(B, V, generator=gen).to(DEV)
+    params = row_params(B, 1.0, k=20, p=0.9, seed0=40)
+    params["temperature"][0] = 0.0  # a greedy row too
+    fn = {"ref": K.sample_ref, "triton": K.sample_triton, "dispatch": K.sample}[impl]
+    want = fn(logits, **params)
+    buf = torch.full((B + 3,), -123456789, dtype=torch.int64, device=DEV)
+    out = buf[:B]
+    got = fn(logits, **params, out=out)
+    assert got is out
+    assert torch.equal(out, want)
+    assert bool((buf[B:] == -123456789).all())

@@ -42,7 +42,7 @@ VARIANTS = {
 KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
          "l2pf": "TACHYON_L2_PREFETCH_MB", "trigmb": "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
          "fda": "TACHYON_FUSED_DECODE_ATTN", "strig": "TACHYON_PDL_SMALL_TRIGGER_MAX_MB",
-         "early": "TACHYON_DECODE_EARLY_EXIT"}
+         "early": "TACHYON_DECODE_EARLY_EXIT", "merge": "TACHYON_DECODE_MERGE"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

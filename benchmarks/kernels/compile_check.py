@@ -26,8 +26,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "decode_fused", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary", "sampling",
-           "store_kv")
+MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary",
+           "sampling", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
 RESULTS: list[tuple[str, bool, str]] = []
 
@@ -124,6 +124,7 @@ def launch_all() -> None:
                                       t(torch.bfloat16, 2, 100, 16, hkv_, 128), i64(b), w, w, 1e-6, hq_, hkv_, 128,
                                       i32(b + 1), i32(b), i32(b, 300), ctx, 0.1)
     K.l2_prefetch_triton(t(torch.bfloat16, 3584, 3584), 3584 * 3584 * 2)
+    K.embed_step_triton(t(torch.bfloat16, 152064, 3584), t(torch.int64, 8), t(torch.int64, 8), t(torch.int64, 512))
     for b in (8, 256):
         f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))
         K.sample_triton(f32b(b, 152064), f32b(b), i32b(b), f32b(b), f32b(b), i64b(b), i64b(b))

@@ -73,21 +73,21 @@ class DecodeGraphRunner:
                                  self.block_tables[:bs], 1, self.max_model_len, True)
 
     def _step(self, bs: int) -> tuple[torch.Tensor, torch.Tensor]:
-        # a row whose input token is still on the device (src >= 0) reads it from the last step's output
-        src = self.src[:bs]
-        ids = torch.where(src >= 0, self.last_tokens[src.clamp(min=0)], self.input_ids[:bs])
+        """One decode step on the static buffers: (logits [bs, V] fp32, tokens = last_tokens[:bs]). A row whose
+        input token is still on the device (src >= 0) reads it from the last step's output (one embed_step
+        kernel); the sampler writes the tokens straight into last_tokens, the next step's source."""
+        x = kernels.embed_step(self.model.embed_tokens.weight, self.input_ids[:bs], self.src[:bs], self.last_tokens)
         prefetcher = getattr(self.model, "prefetcher", None)
         if prefetcher is not None and bs <= L2_PREFETCH_MAX_BATCH:
             prefetcher.budget_bytes = int(float(os.environ.get("TACHYON_L2_PREFETCH_MB", L2_PREFETCH_MB)) * 2**20)
         try:
-            hidden = self.model(ids, self.positions[:bs], self._meta(bs))
+            hidden = self.model(None, self.positions[:bs], self._meta(bs), inputs_embeds=x)
         finally:
             if prefetcher is not None:
                 prefetcher.budget_bytes = 0
         logits = self.model.compute_logits(hidden).float()
         tokens = kernels.sample(logits, self.temperature[:bs], self.top_k[:bs], self.top_p[:bs], self.min_p[:bs],
-                                self.seeds[:bs], self.steps[:bs])
-        self.last_tokens[:bs].copy_(tokens)
+                                self.seeds[:bs], self.steps[:bs], out=self.last_tokens[:bs])
         return logits, tokens
 
     @torch.inference_mode()
@@ -137,7 +137,8 @@ class DecodeGraphRunner:
     def run(self, reqs: list[Request], src_rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay the decode step for `reqs` (each with exactly one uncomputed token and its blocks).
         `src_rows[i] >= 0`: request i's input token is the previous step's output at that row.
-        Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run."""
+        Returns (logits [bs, V] fp32, tokens [bs] int64) on the device, valid until the next run: the tokens
+        are a view of the shared last_tokens buffer, which the next step (graphed or not) overwrites."""
         bs = len(reqs)
         bucket = self.bucket_for(bs)
         bsz = self.block_size

@@ -235,8 +235,8 @@ class ModelRunner:
         else:
             batch = build_batch(sched, self.block_size, self.device)
             src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
-            ids = torch.where(src_t >= 0, self.last_tokens[src_t.clamp(min=0)], batch.input_ids)
-            hidden = self.model(ids, batch.positions, batch.meta)
+            x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
+            hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
             logits = self.model.compute_logits(hidden).float()
             if all(r.params.temperature == 0.0 for r in reqs):
                 tokens = torch.argmax(logits, dim=-1)

@@ -11,6 +11,7 @@ from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
 from tachyon.kernels.attention import attention_ref, attention_triton, decode_kv_splits
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
+from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
     gemm_small_triton,
@@ -57,6 +58,14 @@ def attention(
         q, kv_cache, query_start_loc, seq_lens, block_tables, max_query_len, max_seq_len, scale,
         out, num_kv_splits,
     )
+
+
+def embed_step(
+    weight: torch.Tensor, input_ids: torch.Tensor, src: torch.Tensor, last_tokens: torch.Tensor
+) -> torch.Tensor:
+    """Embeddings [B, H] of the step's input ids: last_tokens[src[r]] where src[r] >= 0, else input_ids[r];
+    ids outside [0, V) give zero rows (embedding.py)."""
+    return (embed_step_triton if use_triton(weight) else embed_step_ref)(weight, input_ids, src, last_tokens)
 
 
 def rmsnorm(
@@ -184,9 +193,11 @@ def sample(
     min_p: torch.Tensor,
     seeds: torch.Tensor,
     steps: torch.Tensor,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    """Token ids int64 [B] (sampling.py); written into `out` (int64 [B], contiguous) and returned when given."""
     fn = sample_triton if use_triton(logits) else sample_ref
-    return fn(logits, temperature, top_k, top_p, min_p, seeds, steps)
+    return fn(logits, temperature, top_k, top_p, min_p, seeds, steps, out=out)
 
 
 __all__ = [
@@ -194,6 +205,9 @@ __all__ = [
     "use_triton",
     "store_kv",
     "attention",
+    "embed_step",
+    "embed_step_ref",
+    "embed_step_triton",
     "rmsnorm",
     "rotary",
     "rope_cos_sin_cache",

@@ -87,10 +87,28 @@ def pdl_wait(PDL: tl.constexpr):
         gdc_wait()
 
 
+# zeroed int32 counters for "last program to finish" merges (split-KV attention, split-K GEMMs), per device.
+# Every kernel that uses them leaves them zero, touches them only after its pdl_wait, and the kernels of a
+# stream run one after another, so all share one buffer. Never freed (CUDA graphs bake in the address):
+# a larger need allocates a new buffer and keeps the old one.
+_COUNTERS: dict[str, list[torch.Tensor]] = {}
+
+
+def sync_counters(device: torch.device, n: int) -> torch.Tensor:
+    """At least n zeroed int32 counters on `device`. Allocated outside CUDA-graph capture (a shape's first
+    launch runs eagerly before it is captured; capture raises if a larger buffer is still needed)."""
+    bufs = _COUNTERS.setdefault(str(device), [])
+    if not bufs or bufs[-1].numel() < n:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(f"sync counters: {n} needed during CUDA-graph capture; launch the shape eagerly first")
+        bufs.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=device))
+    return bufs[-1]
+
+
 def require_triton() -> None:
     if not HAS_TRITON:
         raise RuntimeError("Triton is not installed; use the *_ref kernels")
 
 
 __all__ = ["HAS_TRITON", "triton", "tl", "next_pow2", "pdl_args", "pdl_trigger", "pdl_wait", "require_triton",
-           "sm_count"]
+           "sm_count", "sync_counters"]

@@ -20,7 +20,17 @@ import os
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
+from tachyon.kernels._triton import (
+    next_pow2,
+    pdl_args,
+    pdl_trigger,
+    pdl_wait,
+    require_triton,
+    sm_count,
+    sync_counters,
+    tl,
+    triton,
+)
 
 
 def attention_ref(
@@ -137,17 +147,84 @@ def _split_len(S, num_splits, BLOCK_N: tl.constexpr):
     return tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
 
 
+@triton.jit
+def _merge_heads(mid_o_ptr, mid_lse_ptr, dst, b, heads, gmask, d, dmask, n_act, num_splits,
+                 Hq: tl.constexpr, D: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
+                 LSE_S: tl.constexpr, MERGE_S: tl.constexpr):
+    """Store to dst [BLOCK_G, BLOCK_D] pointers the softmax-weighted sum of the partials (mid_o, mid_lse) of
+    splits 0 .. n_act - 1 (n_act <= LSE_S) of query heads `heads` of sequence b. Loads bypass L1 (.cg):
+    the partials were written by other programs of the running kernel."""
+    base = (b * Hq + heads) * num_splits
+    s_all = tl.arange(0, LSE_S)
+    lse = tl.load(mid_lse_ptr + base[:, None] + s_all[None, :], mask=gmask[:, None] & (s_all < n_act)[None, :],
+                  other=float("-inf"), cache_modifier=".cg")
+    mx = tl.where(gmask, tl.max(lse, 1), 0.0)
+    tot = tl.sum(tl.exp(lse - mx[:, None]), 1)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+    s0 = tl.arange(0, MERGE_S)
+    for c in range(0, n_act, MERGE_S):
+        s = c + s0
+        gs = gmask[:, None] & (s < n_act)[None, :]
+        rows = base[:, None] + s[None, :]
+        w = tl.exp(tl.load(mid_lse_ptr + rows, mask=gs, other=float("-inf"), cache_modifier=".cg") - mx[:, None])
+        o = tl.load(mid_o_ptr + (rows * D)[:, :, None] + d[None, None, :], mask=gs[:, :, None] & dmask[None, None, :],
+                    other=0.0, cache_modifier=".cg")
+        acc += tl.sum(w[:, :, None] * o, 1)
+    res = acc / tl.where(gmask, tot, 1.0)[:, None]
+    tl.store(dst, res.to(dst.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
+
+
+@triton.jit
+def _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
+                  heads, gmask, d, dmask, Hq: tl.constexpr, Hkv: tl.constexpr, D: tl.constexpr,
+                  BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, INLINE: tl.constexpr, EARLY_EXIT: tl.constexpr,
+                  LSE_S: tl.constexpr, MERGE_S: tl.constexpr):
+    """What split program sp does with its normalised output o and softmax stats (m_i, l_i); a split past
+    the sequence's keys (sp >= n_act = cdiv(S, split_len)) has none (o = 0, l_i = 0).
+    Not INLINE: store the partial (lse -inf for an empty split) for _split_reduce_kernel.
+    INLINE: n_act == 1: split 0 stores o to dst (the output rows), the others nothing. Otherwise the active
+    splits store their partials, then each program counts itself in at cnt[b, hk] (a CTA barrier, then one
+    acq_rel atomic at GPU scope): the n_act active ones, or with EARLY_EXIT off all num_splits (empty splits
+    did not return early); the last to arrive resets the counter to 0 (the next launch finds it zeroed)
+    and merges the n_act partials into dst."""
+    row = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
+    omask = gmask[:, None] & dmask[None, :]
+    if INLINE:
+        n_act = tl.cdiv(S, split_len)
+        if n_act == 1:
+            if sp == 0:
+                tl.store(dst, o.to(dst.dtype.element_ty), mask=omask)
+        else:
+            if sp < n_act:
+                tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
+                tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
+            tl.debug_barrier()  # every thread's partial is written before the count
+            if EARLY_EXIT:
+                n_cnt = n_act
+            else:
+                n_cnt = num_splits
+            cnt = cnt_ptr + b * Hkv + hk
+            if tl.atomic_add(cnt, 1, sem="acq_rel", scope="gpu") == n_cnt - 1:
+                tl.atomic_xchg(cnt, 0, sem="relaxed", scope="gpu")
+                _merge_heads(mid_o_ptr, mid_lse_ptr, dst, b, heads, gmask, d, dmask, n_act, num_splits,
+                             Hq, D, BLOCK_G, BLOCK_D, LSE_S, MERGE_S)
+    else:
+        tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
+        tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
+
+
 # stride_bt (the block-table width of an eager step) changes from step to step: specialising on its
 # divisibility would compile a second variant mid-serving (a 6 s stall seen in a 7B nano256 run)
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_kernel(
-    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
+    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
     qsl_ptr, seq_lens_ptr, bt_ptr, scale,
     stride_qt, stride_qh, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
+    INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -191,15 +268,16 @@ def _decode_kernel(
         split_len = _split_len(S, num_splits, BLOCK_N)
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
-        row = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
         tok = tl.load(qsl_ptr + b).to(tl.int64)
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
             stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
             PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
         )
-        tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
-        tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
+        dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
+                      heads, gmask, d, dmask, Hq, Hq // G, D, BLOCK_G, BLOCK_D, INLINE, EARLY_EXIT, LSE_S,
+                      MERGE_S)
 
 @triton.jit(do_not_specialize=["num_splits"])
 def _split_reduce_kernel(
@@ -304,6 +382,8 @@ PREFILL_CONFIG = {
 MIN_SPLIT_KEYS = 128
 # most splits per sequence: the merge kernel's tile (one compile for every split count)
 MAX_KV_SPLITS = 64
+# splits whose partials the inline merge loads per step ([BLOCK_G, this, BLOCK_D] fp32 tiles)
+INLINE_MERGE_SPLITS = 4
 
 
 def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
@@ -331,6 +411,19 @@ def decode_early_exit(fused: bool) -> bool:
     if env in ("0", "1"):
         return env == "1"
     return not fused
+
+
+def decode_inline_merge(fused: bool) -> bool:
+    """Whether split-KV decode kernels merge the partials themselves (the last split program of each
+    (sequence, KV head) to finish; no merge kernel) instead of launching _split_reduce_kernel. Default: on
+    for the fused decode kernel (H200 step replays: 7B B=8 4.148 -> 4.115 ms at a 512-token context,
+    0.6B B=8 2.034 -> 1.70 ms at 4,096), off for the dedicated one (7B bs1 3.778 -> 3.792 at 512,
+    3.902 -> 3.971 at 4,096: `inline_merge_*/`). TACHYON_DECODE_MERGE=inline / kernel forces it for both
+    (read per launch: a CUDA graph keeps what was in force at capture)."""
+    env = os.environ.get("TACHYON_DECODE_MERGE", "")
+    if env in ("inline", "kernel"):
+        return env == "inline"
+    return fused
 
 
 def merge_splits(mid_o: torch.Tensor, mid_lse: torch.Tensor, out: torch.Tensor, query_start_loc: torch.Tensor,
@@ -387,14 +480,16 @@ def attention_triton(
         else:
             mid_o = mid_lse = out  # unused
         early = splits > 1 and decode_early_exit(fused=False)
+        inline = splits > 1 and decode_inline_merge(fused=False)
+        cnt = sync_counters(q.device, B * Hkv) if inline else mid_lse
         _decode_kernel[(B, Hkv, splits)](
-            q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale,
+            q, kv_cache, out, mid_o, mid_lse, cnt, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             num_splits=splits, SPLIT=splits > 1, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-            EARLY_EXIT=early, **pdl,
+            EARLY_EXIT=early, INLINE=inline, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS, **pdl,
         )
-        if splits > 1:
+        if splits > 1 and not inline:
             merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
         return out
     cfg = PREFILL_CONFIG[cfg_key]

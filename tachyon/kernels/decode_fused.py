@@ -20,15 +20,28 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
+from tachyon.kernels._triton import (
+    next_pow2,
+    pdl_args,
+    pdl_trigger,
+    pdl_wait,
+    require_triton,
+    sm_count,
+    sync_counters,
+    tl,
+    triton,
+)
 from tachyon.kernels.attention import (
     DECODE_CONFIG,
+    INLINE_MERGE_SPLITS,
     MAX_KV_SPLITS,
     _softmax_step,
     _split_len,
+    _split_output,
     attention_ref,
     choose_kv_splits,
     decode_early_exit,
+    decode_inline_merge,
     merge_splits,
 )
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
@@ -90,7 +103,7 @@ def _block_ids(bt_row, n0, kv_end, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
 
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_qkv_kernel(
-    qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr,
+    qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
     seq_lens_ptr, bt_ptr, scale, eps,
     stride_qkv, stride_cs, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
@@ -98,6 +111,7 @@ def _decode_qkv_kernel(
     ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
+    INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
@@ -105,7 +119,8 @@ def _decode_qkv_kernel(
     the token's q / k / v rows with seq_lens (they depend on nothing), the rotary's cos / sin with the
     first tile's block ids (both depend on S only), and each tile's successor's block ids one iteration
     ahead. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse); EARLY_EXIT as
-    there (an empty split returns before pdl_wait and writes nothing)."""
+    there (an empty split returns before pdl_wait and writes nothing); INLINE as there (the last split
+    program to finish merges: no merge kernel)."""
     pdl_trigger(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
@@ -175,12 +190,11 @@ def _decode_qkv_kernel(
             m_i = m_new
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     omask = gmask[:, None] & dmask[None, :]
+    dst_o = out_ptr + b.to(tl.int64) * stride_ot + heads[:, None] * stride_oh + d[None, :]
     if SPLIT:
-        r = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
-        tl.store(mid_o_ptr + r[:, None] * D + d[None, :], o, mask=omask)
-        tl.store(mid_lse_ptr + r, m_i + tl.log(l_i), mask=gmask)
+        _split_output(o, m_i, l_i, dst_o, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
+                      heads, gmask, d, dmask, Hq, Hkv, D, BLOCK_G, BLOCK_D, INLINE, EARLY_EXIT, LSE_S, MERGE_S)
     else:
-        dst_o = out_ptr + b.to(tl.int64) * stride_ot + heads[:, None] * stride_oh + d[None, :]
         tl.store(dst_o, o.to(out_ptr.dtype.element_ty), mask=omask)
 
 
@@ -225,19 +239,22 @@ def decode_qkv_attention_triton(
         mid_o = mid_lse = out  # unused
     pdl = pdl_args(qkv.device)
     early = splits > 1 and decode_early_exit(fused=True)
+    inline = splits > 1 and decode_inline_merge(fused=True)
+    cnt = sync_counters(qkv.device, B * Hkv) if inline else mid_lse
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
     kw = k_norm_weight if has_norm else qkv
     _decode_qkv_kernel[(B, Hkv, splits)](
-        qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, mid_o, mid_lse,
+        qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, mid_o, mid_lse, cnt,
         seq_lens, block_tables, scale, eps,
         qkv.stride(0), cos_sin_cache.stride(0), out.stride(0), out.stride(1),
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, **pdl,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, INLINE=inline,
+        LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS, **pdl,
     )
-    if splits > 1:
+    if splits > 1 and not inline:
         merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
     return out

@@ -104,8 +104,15 @@ def sample_ref(
     min_p: torch.Tensor,
     seeds: torch.Tensor,
     steps: torch.Tensor,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Plain torch; sorts only rows that use top-p (top-k rows use torch.topk)."""
+    """Plain torch; sorts only rows that use top-p (top-k rows use torch.topk). The tokens are copied into
+    `out` (int64 [B]) and it is returned, when given."""
+    tokens = _sample_rows_ref(logits, temperature, top_k, top_p, min_p, seeds, steps)
+    return tokens if out is None else out.copy_(tokens)
+
+
+def _sample_rows_ref(logits, temperature, top_k, top_p, min_p, seeds, steps) -> torch.Tensor:
     B, V = logits.shape
     out = logits.argmax(dim=-1)
     temps, ks, ps, mps = (t.tolist() for t in (temperature, top_k, top_p, min_p))
@@ -153,16 +160,21 @@ def sample_triton(
     seeds: torch.Tensor,
     steps: torch.Tensor,
     thresholds: tuple[torch.Tensor, torch.Tensor] | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring).
     `thresholds` (int32 [B], fp32 [B]), if given, receive each filtered row's key threshold and min-p
     logit bound, which define its kept set (tests read them); the rejection fast path is then off, so
-    that every row's kept set is computed."""
+    that every row's kept set is computed. `out` (int64 [B], contiguous), if given, receives the tokens
+    (the finish kernel writes it directly) and is returned."""
     require_triton()
     B, V = logits.shape
     dev = logits.device
+    if out is None:
+        out = torch.empty(B, dtype=torch.int64, device=dev)
+    assert out.shape == (B,) and out.dtype == torch.int64 and out.is_contiguous()
     if B == 0:
-        return torch.empty(0, dtype=torch.int64, device=dev)
+        return out
     assert logits.stride(-1) == 1
     temperature, top_k, top_p, min_p = temperature.float(), top_k.to(torch.int32), top_p.float(), min_p.float()
     seeds, steps = seeds.to(torch.int64), steps.to(torch.int64)
@@ -187,7 +199,6 @@ def sample_triton(
     fast_s, fastw_s = _aligned_split(torch.float32, [B * R * nchunk, B * R], dev)
     fast_i, fastw_i, fast_tok = _aligned_split(torch.int32, [B * R * nchunk, B * R, B], dev)
     rowacc, fastacc = _aligned_split(torch.int64, [4 * B, B * (R + 1)], dev)
-    out = torch.empty(B, dtype=torch.int64, device=dev)
     rows = (temperature, top_k, top_p, min_p)
     # fp fusion off: s, q get the same bits in every kernel
     cpad = next_pow2(MAX_CHUNKS)  # not next_pow2(nchunk): one compile serves every batch size

@@ -145,9 +145,11 @@ class DecoderForCausalLM(nn.Module):
         for layer, cache in zip(self.layers, kv_caches):
             layer.self_attn.kv_cache = cache
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, meta) -> torch.Tensor:
-        """Hidden states [T, hidden] after the final norm."""
-        x = self.embed_tokens(input_ids)
+    def forward(self, input_ids: torch.Tensor | None, positions: torch.Tensor, meta,
+                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Hidden states [T, hidden] after the final norm. `inputs_embeds` [T, hidden], when given, are the
+        token embeddings (e.g. from kernels.embed_step); input_ids is then ignored and may be None."""
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
         residual = None
         for layer in self.layers:
             x, residual = layer(positions, x, residual, meta)
