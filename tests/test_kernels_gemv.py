@@ -149,6 +149,42 @@ def test_gemm_small_matches_reference(config, M, N, K, bias):
     assert torch.allclose(y, gemv_ref(x, w, b), rtol=1e-4, atol=1e-3)
 
 
+@needs_triton
+@pytest.mark.parametrize("M", [1, 3, 8])
+def test_fp32_output_rounds_the_accumulator_once(M):
+    """out_dtype=float32 (the decode graphs' logits): the GEMV (M=1) and the skinny GEMM write their fp32
+    accumulator directly: close to a float64 oracle far inside bf16's rounding, and on the GPU the bf16
+    output is exactly that fp32 output rounded (the interpreter truncates fp32 -> bf16 instead, and its
+    bf16 tl.dot is unusable: the skinny GEMM gets fp32 inputs there)."""
+    g = torch.Generator().manual_seed(M)
+    N, K = 96, 512
+    dt = torch.bfloat16 if DEV == "cuda" or M == 1 else torch.float32
+    x = torch.randn(M, K, generator=g).to(dt)
+    w = torch.randn(N, K, generator=g).to(dt)
+    oracle = x.double() @ w.double().T
+    if M == 1:
+        y32 = gemv_triton(*on_dev(x, w), None, CONFIGS[0], out_dtype=torch.float32)
+        y16 = gemv_triton(*on_dev(x, w), None, CONFIGS[0])
+    else:
+        y32 = gemm_small_triton(*on_dev(x, w), None, SMALL_CONFIGS[2], out_dtype=torch.float32)
+        y16 = gemm_small_triton(*on_dev(x, w), None, SMALL_CONFIGS[2])
+    assert y32.dtype == torch.float32 and y16.dtype == dt and y32.shape == (M, N)
+    err = ((y32.cpu().double() - oracle).abs().max() / oracle.abs().max()).item()
+    assert err < 1e-5, err
+    if DEV == "cuda":
+        assert torch.equal(y32.to(torch.bfloat16), y16)
+
+
+def test_linear_and_logits_out_dtype_off_gpu():
+    """On CPU (cuBLAS / torch path) out_dtype converts the result: the same values as .float()."""
+    lin = Linear(64, 40)
+    torch.nn.init.normal_(lin.weight)
+    lin = lin.to(torch.bfloat16)
+    x = torch.randn(3, 64).to(torch.bfloat16)
+    y = lin(x, out_dtype=torch.float32)
+    assert y.dtype == torch.float32 and torch.equal(y, lin(x).float())
+
+
 def test_linear_small_batch_dispatch():
     lin = Linear(32, 8)
     torch.nn.init.normal_(lin.weight)

@@ -85,7 +85,7 @@ class DecodeGraphRunner:
         finally:
             if prefetcher is not None:
                 prefetcher.budget_bytes = 0
-        logits = self.model.compute_logits(hidden).float()
+        logits = self.model.compute_logits(hidden, out_dtype=torch.float32)
         tokens = kernels.sample(logits, self.temperature[:bs], self.top_k[:bs], self.top_p[:bs], self.min_p[:bs],
                                 self.seeds[:bs], self.steps[:bs], out=self.last_tokens[:bs])
         return logits, tokens

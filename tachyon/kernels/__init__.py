@@ -145,19 +145,24 @@ def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_
 
 
 def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-         config: tuple[int, int, int, int] | None) -> torch.Tensor:
-    """x [1, K] @ w^T (+ bias): the Triton GEMV when `config` was picked for this weight, else cuBLAS."""
+         config: tuple[int, int, int, int] | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x [1, K] @ w^T (+ bias) in out_dtype (default x's): the Triton GEMV when `config` was picked for this
+    weight (its fp32 accumulator rounded once, to out_dtype), else cuBLAS (in x's dtype, then converted)."""
     if config is not None and use_triton(x):
-        return gemv_triton(x, w, bias, config)
-    return gemv_ref(x, w, bias)
+        return gemv_triton(x, w, bias, config, out_dtype=out_dtype)
+    y = gemv_ref(x, w, bias)
+    return y if out_dtype is None else y.to(out_dtype)
 
 
 def gemm_small(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-               config: tuple[int, int, int, int, int, int] | None) -> torch.Tensor:
-    """x [M <= 16, K] @ w^T (+ bias): the Triton skinny GEMM when `config` was picked, else cuBLAS."""
+               config: tuple[int, int, int, int, int, int] | None,
+               out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x [M <= 16, K] @ w^T (+ bias) in out_dtype (default x's): the Triton skinny GEMM when `config` was
+    picked (rounded once, to out_dtype), else cuBLAS (in x's dtype, then converted)."""
     if config is not None and use_triton(x):
-        return gemm_small_triton(x, w, bias, config)
-    return gemv_ref(x, w, bias)
+        return gemm_small_triton(x, w, bias, config, out_dtype=out_dtype)
+    y = gemv_ref(x, w, bias)
+    return y if out_dtype is None else y.to(out_dtype)
 
 
 def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float, w: torch.Tensor,

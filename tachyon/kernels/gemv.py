@@ -154,11 +154,12 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     return on | {"TRIG": weight_bytes <= _mib_env("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", PDL_TRIGGER_MAX_BYTES)}
 
 
-def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0) -> torch.Tensor:
+def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
+            out_dtype: torch.dtype | None = None) -> torch.Tensor:
     require_triton()
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
-    y = torch.empty(1, N, dtype=x.dtype, device=x.device)
+    y = torch.empty(1, N, dtype=out_dtype or x.dtype, device=x.device)
     _gemv_kernel[(triton.cdiv(N, block_n),)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
@@ -170,9 +171,11 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
 
 
 def gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                config: GemvConfig | None = None) -> torch.Tensor:
+                config: GemvConfig | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x [1, K] @ w^T (+ bias) -> [1, N] in out_dtype (default x's): the fp32 accumulator is rounded once,
+    to that dtype."""
     assert x.dim() == 2 and x.shape[0] == 1 and x.stride(-1) == 1 and w.stride(-1) == 1
-    return _launch(x, w, bias, config)
+    return _launch(x, w, bias, config, out_dtype=out_dtype)
 
 
 SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
@@ -292,14 +295,15 @@ def _small_pdl(device: torch.device, weight_bytes: int) -> dict:
 
 
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: SmallConfig | None = None) -> torch.Tensor:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous; fp32 accumulation."""
+                      config: SmallConfig | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous in out_dtype (default x's);
+    fp32 accumulation, rounded once to out_dtype."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
     swap, block_n, block_k, num_warps, stages, split_k = config or SMALL_CONFIGS[0]
     assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
-    y = torch.empty(M, N, dtype=x.dtype, device=x.device)
+    y = torch.empty(M, N, dtype=out_dtype or x.dtype, device=x.device)
     b = bias if bias is not None else w
     prec = "ieee" if x.dtype == torch.float32 else "tf32"
     pdl = _small_pdl(x.device, w.numel() * w.element_size())

@@ -207,7 +207,7 @@ def sample_triton(
                                hist2, cnt, fastacc, fast_tok, V, chunk, nchunk, NB=NB, R=R, num_warps=4, **opts)
     if fast:
         _races_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, fast_s, fast_i, V, chunk, nchunk,
-                                   R=R, num_warps=8, **opts)
+                                   R=R, num_warps=8, FAST_LOG=dev.type != "cpu", **opts)
         _fastmass_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, fast_s, fast_i, fastw_s, fastw_i, fastacc,
                                       V, chunk, nchunk, CPAD=cpad, R=R, num_warps=8, **opts)
     _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, fastacc, fastw_s,

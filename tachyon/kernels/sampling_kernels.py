@@ -104,6 +104,7 @@ def _stats_kernel(
 def _races_kernel(
     logits_ptr, stride_l, temp_ptr, topk_ptr, topp_ptr, minp_ptr, seed_ptr, step_ptr, fast_s_ptr, fast_i_ptr,
     V, CHUNK, NCHUNK, GREEDY_EPS: tl.constexpr, BLOCK: tl.constexpr, R: tl.constexpr, PDL: tl.constexpr,
+    FAST_LOG: tl.constexpr = False,
 ):
     """Program (row, chunk) of a fast-path row (top-p, top-k off), one read of the chunk: the winners
     (score, index) of R Gumbel races in streams 1..R of (seed, step) -> fast_s / fast_i [B, R, NCHUNK].
@@ -127,7 +128,7 @@ def _races_kernel(
         for start in range(c0, c1, BLOCK):
             offs = start + offs0
             s, valid, key = _row_keys(base, offs, c1, inv_t)
-            sc = tl.where(valid[None, :], _race_blocks(s, seed, step, start, R, BLOCK), float("-inf"))
+            sc = tl.where(valid[None, :], _race_blocks(s, seed, step, start, R, BLOCK, FAST_LOG), float("-inf"))
             oi = offs[None, :] + bi * 0
             upd = (sc > bv) | ((sc == bv) & (oi < bi))
             bv = tl.where(upd, sc, bv)

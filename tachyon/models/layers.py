@@ -41,13 +41,17 @@ class Linear(nn.Module):
         self.prologue: str | None = None
         self.fused_config: tuple[int, int, int, int] | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
+        accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
+        converted."""
         m = x.shape[0]
         if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
-            return kernels.gemv(x, self.weight, self.bias, self.gemv_config)
+            return kernels.gemv(x, self.weight, self.bias, self.gemv_config, out_dtype=out_dtype)
         if 1 < m <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
-            return kernels.gemm_small(x, self.weight, self.bias, self.small_config)
-        return F.linear(x, self.weight, self.bias)
+            return kernels.gemm_small(x, self.weight, self.bias, self.small_config, out_dtype=out_dtype)
+        y = F.linear(x, self.weight, self.bias)
+        return y if out_dtype is None else y.to(out_dtype)
 
 
 class MergedLinear(Linear):

@@ -157,10 +157,13 @@ class DecoderForCausalLM(nn.Module):
         x, _ = self.norm(x, residual)
         return x
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def compute_logits(self, hidden: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Logits [T, V] in out_dtype (default the model's): an untied lm_head is a Linear (batch-1 /
+        small-batch kernels where tuning chose them, which write out_dtype directly)."""
         if self.lm_head is not None:
-            return self.lm_head(hidden)  # a Linear: batch-1 / small-batch kernels where tuning chose them
-        return torch.nn.functional.linear(hidden, self.embed_tokens.weight)
+            return self.lm_head(hidden, out_dtype=out_dtype)
+        y = torch.nn.functional.linear(hidden, self.embed_tokens.weight)
+        return y if out_dtype is None else y.to(out_dtype)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         """Load HF-named tensors; returns the keys filled (`name#shard` for fused parameters)."""
