@@ -57,7 +57,9 @@ and the race is an argmax with ties to the lowest index, so the slot order of th
 matter. Nothing depends on C, hence on B. Bounds carry a relative 1e-4 and an absolute 2^-39 per token
 slack over fp32 exp / rounding, so the brackets always hold the thresholds that the exact stage finds.
 Race: Gumbel-max with philox keyed by (seed, step), counter (vocab index // 4); one call yields the
-uniforms of 4 consecutive indices.
+uniforms of 4 consecutive indices. The fast path's extra races compute their noise with the SFU's
+lg2.approx (`_gumbel_fast`, within 2e-6 of the exact noise) instead of libdevice's logf, twice per token
+and race: they pick candidates for the rejection test only, so their scores never meet the main race's.
 """
 
 import torch
