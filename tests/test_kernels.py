@@ -22,7 +22,7 @@ from tests.kernel_env import (
     tol,
 )
 
-attn_mod = importlib.import_module("tachyon.kernels.attention")
+split_mod = importlib.import_module("tachyon.kernels.split_kv")
 # log(0) = -inf of an empty KV split is intended; the interpreter warns about it
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
 
@@ -133,7 +133,7 @@ def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge):
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 14, 2, 32, 16, dtype, gen)
     ref = K.attention_ref(q, cache, **meta)
     wide = dict(meta, max_seq_len=4096)
-    assert attn_mod.choose_kv_splits(len(SPLIT_DECODE), 2, 4096, attn_mod.sm_count(q.device)) > 8
+    assert split_mod.choose_kv_splits(len(SPLIT_DECODE), 2, 4096, split_mod.sm_count(q.device)) > 8
     out = K.attention_triton(q, cache, **wide, out=torch.full_like(q, NAN))
     close(out, ref, dtype)
     close(K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN)), out, dtype)
@@ -155,30 +155,30 @@ def test_decode_early_exit_policy(monkeypatch):
     """Default: the dedicated decode kernel exits empty splits early, the fused one does not; the knob
     forces either way for both."""
     monkeypatch.delenv("TACHYON_DECODE_EARLY_EXIT", raising=False)
-    assert attn_mod.decode_early_exit(fused=False) and not attn_mod.decode_early_exit(fused=True)
+    assert split_mod.decode_early_exit(fused=False) and not split_mod.decode_early_exit(fused=True)
     for val, want in (("1", True), ("0", False)):
         monkeypatch.setenv("TACHYON_DECODE_EARLY_EXIT", val)
-        assert attn_mod.decode_early_exit(fused=False) is want and attn_mod.decode_early_exit(fused=True) is want
+        assert split_mod.decode_early_exit(fused=False) is want and split_mod.decode_early_exit(fused=True) is want
 
 
 def test_decode_inline_merge_policy(monkeypatch):
     """Default: the fused decode kernel merges its splits inline, the dedicated one launches the merge
     kernel; the knob forces either way for both."""
     monkeypatch.delenv("TACHYON_DECODE_MERGE", raising=False)
-    assert attn_mod.decode_inline_merge(fused=True) and not attn_mod.decode_inline_merge(fused=False)
+    assert split_mod.decode_inline_merge(fused=True) and not split_mod.decode_inline_merge(fused=False)
     for val, want in (("inline", True), ("kernel", False)):
         monkeypatch.setenv("TACHYON_DECODE_MERGE", val)
-        assert attn_mod.decode_inline_merge(fused=False) is want and attn_mod.decode_inline_merge(fused=True) is want
+        assert split_mod.decode_inline_merge(fused=False) is want and split_mod.decode_inline_merge(fused=True) is want
 
 
 def test_choose_kv_splits():
-    assert attn_mod.choose_kv_splits(256, 4, 4096, 132) == 1
-    assert attn_mod.choose_kv_splits(33, 4, 4096, 132) == 1  # 132 programs fill the GPU
-    assert attn_mod.choose_kv_splits(1, 4, 256, 132) == 1  # two splits' worth of keys: not worth a merge
-    assert attn_mod.choose_kv_splits(1, 4, 300, 132) == 3  # >= 128 keys per split
-    assert 8 <= attn_mod.choose_kv_splits(1, 4, 4096, 132) <= 64
-    assert attn_mod.choose_kv_splits(1, 4, 32768, 132) == 64  # the cap
-    assert attn_mod.choose_kv_splits(1, 8, 32768, 132) == 33  # ~2 programs per SM
+    assert split_mod.choose_kv_splits(256, 4, 4096, 132) == 1
+    assert split_mod.choose_kv_splits(33, 4, 4096, 132) == 1  # 132 programs fill the GPU
+    assert split_mod.choose_kv_splits(1, 4, 256, 132) == 1  # two splits' worth of keys: not worth a merge
+    assert split_mod.choose_kv_splits(1, 4, 300, 132) == 3  # >= 128 keys per split
+    assert 8 <= split_mod.choose_kv_splits(1, 4, 4096, 132) <= 64
+    assert split_mod.choose_kv_splits(1, 4, 32768, 132) == 64  # the cap
+    assert split_mod.choose_kv_splits(1, 8, 32768, 132) == 33  # ~2 programs per SM
 
 
 # ---------------------------------------------------------------- store_kv

@@ -27,7 +27,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary",
-           "sampling", "store_kv")
+           "sampling", "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
 RESULTS: list[tuple[str, bool, str]] = []
 

@@ -152,7 +152,7 @@ def b_attention(name: str, specs, gen, splits: int = 0, time_ref: bool = True, m
 
 def _auto_splits(specs, meta) -> int:
     from tachyon.kernels._triton import sm_count
-    from tachyon.kernels.attention import choose_kv_splits
+    from tachyon.kernels.split_kv import choose_kv_splits
 
     if meta["max_query_len"] != 1:
         return 0

@@ -9,7 +9,7 @@ import torch
 
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
-from tachyon.kernels.attention import attention_ref, attention_triton, decode_kv_splits
+from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
@@ -27,6 +27,7 @@ from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
+from tachyon.kernels.split_kv import decode_kv_splits
 from tachyon.kernels.store_kv import store_kv_ref, store_kv_triton
 
 

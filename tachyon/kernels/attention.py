@@ -9,28 +9,17 @@ Contract (reference and Triton entry point alike):
   query_start_loc[B] are not written. Softmax in fp32. `num_kv_splits` (0 = automatic) only
   steers the Triton decode kernel's split-KV; the result does not depend on it (up to rounding).
 
-Triton decode: one kernel; with split-KV each split writes a partial (output, log-sum-exp) and a second
-kernel merges them in split order (deterministic). A "last split merges" variant (a per-(sequence, KV
-head) semaphore, one launch) measured slower on the H200 for G = 7 and was dropped
-(benchmarks/results/attn_fused_reduce_h200.json).
+Triton decode: one kernel; with split-KV (split_kv.py) each split writes a partial (output, log-sum-exp)
+and a second kernel merges them in split order (deterministic). Merging in the last split program to
+finish (one launch) is slower here at batch 1 (benchmarks/results/attn_fused_reduce_h200.json,
+decode_fused_session6/inline_merge_*), so it is the fused decode kernel's default only.
 """
 
 
-import os
-
 import torch
 
-from tachyon.kernels._triton import (
-    next_pow2,
-    pdl_args,
-    pdl_trigger,
-    pdl_wait,
-    require_triton,
-    sm_count,
-    sync_counters,
-    tl,
-    triton,
-)
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
 def attention_ref(
@@ -141,78 +130,6 @@ def _decode_split(
     return o, m_i, l_i
 
 
-@triton.jit
-def _split_len(S, num_splits, BLOCK_N: tl.constexpr):
-    """Keys per split of a sequence of S keys cut into at most num_splits splits (a multiple of BLOCK_N)."""
-    return tl.maximum(tl.cdiv(tl.cdiv(S, num_splits), BLOCK_N), 1) * BLOCK_N
-
-
-@triton.jit
-def _merge_heads(mid_o_ptr, mid_lse_ptr, dst, b, heads, gmask, d, dmask, n_act, num_splits,
-                 Hq: tl.constexpr, D: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-                 LSE_S: tl.constexpr, MERGE_S: tl.constexpr):
-    """Store to dst [BLOCK_G, BLOCK_D] pointers the softmax-weighted sum of the partials (mid_o, mid_lse) of
-    splits 0 .. n_act - 1 (n_act <= LSE_S) of query heads `heads` of sequence b. Loads bypass L1 (.cg):
-    the partials were written by other programs of the running kernel."""
-    base = (b * Hq + heads) * num_splits
-    s_all = tl.arange(0, LSE_S)
-    lse = tl.load(mid_lse_ptr + base[:, None] + s_all[None, :], mask=gmask[:, None] & (s_all < n_act)[None, :],
-                  other=float("-inf"), cache_modifier=".cg")
-    mx = tl.where(gmask, tl.max(lse, 1), 0.0)
-    tot = tl.sum(tl.exp(lse - mx[:, None]), 1)
-    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
-    s0 = tl.arange(0, MERGE_S)
-    for c in range(0, n_act, MERGE_S):
-        s = c + s0
-        gs = gmask[:, None] & (s < n_act)[None, :]
-        rows = base[:, None] + s[None, :]
-        w = tl.exp(tl.load(mid_lse_ptr + rows, mask=gs, other=float("-inf"), cache_modifier=".cg") - mx[:, None])
-        o = tl.load(mid_o_ptr + (rows * D)[:, :, None] + d[None, None, :], mask=gs[:, :, None] & dmask[None, None, :],
-                    other=0.0, cache_modifier=".cg")
-        acc += tl.sum(w[:, :, None] * o, 1)
-    res = acc / tl.where(gmask, tot, 1.0)[:, None]
-    tl.store(dst, res.to(dst.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
-
-
-@triton.jit
-def _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
-                  heads, gmask, d, dmask, Hq: tl.constexpr, Hkv: tl.constexpr, D: tl.constexpr,
-                  BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, INLINE: tl.constexpr, EARLY_EXIT: tl.constexpr,
-                  LSE_S: tl.constexpr, MERGE_S: tl.constexpr):
-    """What split program sp does with its normalised output o and softmax stats (m_i, l_i); a split past
-    the sequence's keys (sp >= n_act = cdiv(S, split_len)) has none (o = 0, l_i = 0).
-    Not INLINE: store the partial (lse -inf for an empty split) for _split_reduce_kernel.
-    INLINE: n_act == 1: split 0 stores o to dst (the output rows), the others nothing. Otherwise the active
-    splits store their partials, then each program counts itself in at cnt[b, hk] (a CTA barrier, then one
-    acq_rel atomic at GPU scope): the n_act active ones, or with EARLY_EXIT off all num_splits (empty splits
-    did not return early); the last to arrive resets the counter to 0 (the next launch finds it zeroed)
-    and merges the n_act partials into dst."""
-    row = (b * Hq + heads) * num_splits + sp  # mid_o [B, Hq, num_splits, D], mid_lse [B, Hq, num_splits]
-    omask = gmask[:, None] & dmask[None, :]
-    if INLINE:
-        n_act = tl.cdiv(S, split_len)
-        if n_act == 1:
-            if sp == 0:
-                tl.store(dst, o.to(dst.dtype.element_ty), mask=omask)
-        else:
-            if sp < n_act:
-                tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
-                tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
-            tl.debug_barrier()  # every thread's partial is written before the count
-            if EARLY_EXIT:
-                n_cnt = n_act
-            else:
-                n_cnt = num_splits
-            cnt = cnt_ptr + b * Hkv + hk
-            if tl.atomic_add(cnt, 1, sem="acq_rel", scope="gpu") == n_cnt - 1:
-                tl.atomic_xchg(cnt, 0, sem="relaxed", scope="gpu")
-                _merge_heads(mid_o_ptr, mid_lse_ptr, dst, b, heads, gmask, d, dmask, n_act, num_splits,
-                             Hq, D, BLOCK_G, BLOCK_D, LSE_S, MERGE_S)
-    else:
-        tl.store(mid_o_ptr + row[:, None] * D + d[None, :], o, mask=omask)
-        tl.store(mid_lse_ptr + row, m_i + tl.log(l_i), mask=gmask)
-
-
 # stride_bt (the block-table width of an eager step) changes from step to step: specialising on its
 # divisibility would compile a second variant mid-serving (a 6 s stall seen in a 7B nano256 run)
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
@@ -278,36 +195,6 @@ def _decode_kernel(
         _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
                       heads, gmask, d, dmask, Hq, Hq // G, D, BLOCK_G, BLOCK_D, INLINE, EARLY_EXIT, LSE_S,
                       MERGE_S)
-
-@triton.jit(do_not_specialize=["num_splits"])
-def _split_reduce_kernel(
-    mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh,
-    num_splits, Hq: tl.constexpr, D: tl.constexpr,
-    BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr,
-    seq_lens_ptr=None, BLOCK_N: tl.constexpr = 0, ACTIVE_ONLY: tl.constexpr = False,
-):
-    """Merge the partial softmaxes of one (sequence, query head). ACTIVE_ONLY: only the splits that hold
-    keys (the decode kernel's EARLY_EXIT leaves the others unwritten)."""
-    pdl_trigger(PDL)
-    b = tl.program_id(0)
-    h = tl.program_id(1)
-    sidx = tl.arange(0, BLOCK_S)
-    d = tl.arange(0, BLOCK_D)
-    if ACTIVE_ONLY:
-        S = tl.load(seq_lens_ptr + b)
-        smask = sidx < tl.minimum(tl.cdiv(S, _split_len(S, num_splits, BLOCK_N)), num_splits)
-    else:
-        smask = sidx < num_splits
-    pdl_wait(PDL)
-    tok = tl.load(qsl_ptr + b).to(tl.int64)
-    row = (b * Hq + h) * num_splits + sidx
-    lse = tl.load(mid_lse_ptr + row, mask=smask, other=float("-inf"))
-    w = tl.exp(lse - tl.max(lse, 0))
-    w = w / tl.sum(w, 0)
-    o = tl.load(mid_o_ptr + row[:, None] * D + d[None, :], mask=smask[:, None] & (d < D)[None, :], other=0.0)
-    res = tl.sum(o * w[:, None], 0)
-    tl.store(out_ptr + tok * stride_ot + h * stride_oh + d, res.to(out_ptr.dtype.element_ty), mask=d < D)
-
 
 @triton.jit(do_not_specialize=["stride_bt"])  # varies per eager step (see _decode_kernel)
 def _prefill_kernel(
@@ -377,71 +264,6 @@ PREFILL_CONFIG = {
 }
 
 
-# Keys per decode split at least (one bf16 BLOCK_N tile): a shorter split would not shorten the
-# critical path (a program's latency is that of its first tile) but would add partials to merge.
-MIN_SPLIT_KEYS = 128
-# most splits per sequence: the merge kernel's tile (one compile for every split count)
-MAX_KV_SPLITS = 64
-# splits whose partials the inline merge loads per step ([BLOCK_G, this, BLOCK_D] fp32 tiles)
-INLINE_MERGE_SPLITS = 4
-
-
-def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
-    """Split the context only when (sequence, KV head) programs cannot fill the GPU and max_seq_len
-    holds more than two splits; each sequence then divides its own context into at most that many
-    splits of >= MIN_SPLIT_KEYS keys (rounded to BLOCK_N), so a short context uses only its first few
-    splits (the others exit at once) and a CUDA graph captured at max_seq_len = max_model_len still
-    spreads it. (Fewer, longer splits measured slower on the H200: attn_split_ab_h200.json.)"""
-    programs = num_seqs * num_kv_heads
-    if programs >= num_sms or max_seq_len <= 2 * MIN_SPLIT_KEYS:
-        return 1
-    by_len = -(-max_seq_len // MIN_SPLIT_KEYS)
-    return max(1, min(by_len, -(-2 * num_sms // programs), MAX_KV_SPLITS))
-
-
-def decode_early_exit(fused: bool) -> bool:
-    """Whether split-KV decode programs with no keys return before their PDL wait instead of writing an
-    empty partial (the merge then reads only the splits that hold keys). It frees the SM slots that a
-    graph's max_model_len-sized grid fills with waiting empty programs at small batch. Default: on for
-    the dedicated decode kernel (H200, 7B bs1 step at a 512-token context 3.860 -> 3.823 ms, even at
-    4,096 and on 0.6B), off for the fused one (B=8 steps 0.01-0.06 ms slower with it:
-    `early_exit_7903662/`). TACHYON_DECODE_EARLY_EXIT=1 / 0 forces it on / off for both (read per
-    launch, so a CUDA graph keeps what was in force at capture)."""
-    env = os.environ.get("TACHYON_DECODE_EARLY_EXIT", "")
-    if env in ("0", "1"):
-        return env == "1"
-    return not fused
-
-
-def decode_inline_merge(fused: bool) -> bool:
-    """Whether split-KV decode kernels merge the partials themselves (the last split program of each
-    (sequence, KV head) to finish; no merge kernel) instead of launching _split_reduce_kernel. Default: on
-    for the fused decode kernel (H200 step replays: 7B B=8 4.148 -> 4.115 ms at a 512-token context,
-    0.6B B=8 2.034 -> 1.70 ms at 4,096), off for the dedicated one (7B bs1 3.778 -> 3.792 at 512,
-    3.902 -> 3.971 at 4,096: `inline_merge_*/`). TACHYON_DECODE_MERGE=inline / kernel forces it for both
-    (read per launch: a CUDA graph keeps what was in force at capture)."""
-    env = os.environ.get("TACHYON_DECODE_MERGE", "")
-    if env in ("inline", "kernel"):
-        return env == "inline"
-    return fused
-
-
-def merge_splits(mid_o: torch.Tensor, mid_lse: torch.Tensor, out: torch.Tensor, query_start_loc: torch.Tensor,
-                 seq_lens: torch.Tensor, splits: int, block_n: int, active_only: bool, pdl: dict) -> None:
-    """Launch the split merge: out[token of b, h] = the softmax-weighted sum of mid_o[b, h, :splits]."""
-    B, Hq, _, D = mid_o.shape
-    _split_reduce_kernel[(B, Hq)](
-        mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1),
-        num_splits=splits, Hq=Hq, D=D, BLOCK_S=MAX_KV_SPLITS, BLOCK_D=next_pow2(D), **pdl,
-        seq_lens_ptr=seq_lens, BLOCK_N=block_n, ACTIVE_ONLY=active_only,
-    )
-
-
-def decode_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, device: torch.device) -> int:
-    """The split count a decode launch picks automatically on `device` (1: the context is not split)."""
-    return choose_kv_splits(num_seqs, num_kv_heads, max_seq_len, sm_count(device))
-
-
 def attention_triton(
     q: torch.Tensor,
     kv_cache: torch.Tensor,
@@ -473,24 +295,14 @@ def attention_triton(
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
         cfg = DECODE_CONFIG[cfg_key]
-        splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(q.device)), MAX_KV_SPLITS)
-        if splits > 1:
-            mid_o = torch.empty(B, Hq, splits, D, device=q.device, dtype=torch.float32)
-            mid_lse = torch.empty(B, Hq, splits, device=q.device, dtype=torch.float32)
-        else:
-            mid_o = mid_lse = out  # unused
-        early = splits > 1 and decode_early_exit(fused=False)
-        inline = splits > 1 and decode_inline_merge(fused=False)
-        cnt = sync_counters(q.device, B * Hkv) if inline else mid_lse
-        _decode_kernel[(B, Hkv, splits)](
-            q, kv_cache, out, mid_o, mid_lse, cnt, query_start_loc, seq_lens, block_tables, scale,
+        plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
+        _decode_kernel[(B, Hkv, plan.splits)](
+            q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
-            num_splits=splits, SPLIT=splits > 1, PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-            EARLY_EXIT=early, INLINE=inline, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS, **pdl,
+            PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
         )
-        if splits > 1 and not inline:
-            merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
+        plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
         return out
     cfg = PREFILL_CONFIG[cfg_key]
     BLOCK_G = next_pow2(G)

@@ -20,31 +20,10 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
 
 import torch
 
-from tachyon.kernels._triton import (
-    next_pow2,
-    pdl_args,
-    pdl_trigger,
-    pdl_wait,
-    require_triton,
-    sm_count,
-    sync_counters,
-    tl,
-    triton,
-)
-from tachyon.kernels.attention import (
-    DECODE_CONFIG,
-    INLINE_MERGE_SPLITS,
-    MAX_KV_SPLITS,
-    _softmax_step,
-    _split_len,
-    _split_output,
-    attention_ref,
-    choose_kv_splits,
-    decode_early_exit,
-    decode_inline_merge,
-    merge_splits,
-)
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels.attention import DECODE_CONFIG, _softmax_step, attention_ref
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
+from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
 def _check_decode(qkv: torch.Tensor, query_start_loc: torch.Tensor, seq_lens: torch.Tensor) -> None:
@@ -216,7 +195,8 @@ def decode_qkv_attention_triton(
     scale: float,
     num_kv_splits: int = 0,
 ) -> torch.Tensor:
-    """Triton: grid (B, Hkv, splits), plus attention.py's split merge when the context is split."""
+    """Triton: grid (B, Hkv, splits), plus split_kv.py's merge kernel when the context is split and not
+    merged inline."""
     require_triton()
     _check_args(qkv, cos_sin_cache, kv_cache, q_norm_weight, k_norm_weight, num_heads, num_kv_heads, head_dim)
     _check_decode(qkv, query_start_loc, seq_lens)
@@ -231,30 +211,20 @@ def decode_qkv_attention_triton(
     if B == 0:
         return out
     cfg = DECODE_CONFIG["fp32" if qkv.dtype == torch.float32 else "bf16"]
-    splits = min(num_kv_splits or choose_kv_splits(B, Hkv, max_seq_len, sm_count(qkv.device)), MAX_KV_SPLITS)
-    if splits > 1:
-        mid_o = torch.empty(B, Hq, splits, D, device=qkv.device, dtype=torch.float32)
-        mid_lse = torch.empty(B, Hq, splits, device=qkv.device, dtype=torch.float32)
-    else:
-        mid_o = mid_lse = out  # unused
+    plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=True)
     pdl = pdl_args(qkv.device)
-    early = splits > 1 and decode_early_exit(fused=True)
-    inline = splits > 1 and decode_inline_merge(fused=True)
-    cnt = sync_counters(qkv.device, B * Hkv) if inline else mid_lse
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
     kw = k_norm_weight if has_norm else qkv
-    _decode_qkv_kernel[(B, Hkv, splits)](
-        qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, mid_o, mid_lse, cnt,
+    _decode_qkv_kernel[(B, Hkv, plan.splits)](
+        qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, plan.mid_o, plan.mid_lse, plan.counters,
         seq_lens, block_tables, scale, eps,
         qkv.stride(0), cos_sin_cache.stride(0), out.stride(0), out.stride(1),
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
-        num_splits=splits, SPLIT=splits > 1, PREC="ieee" if qkv.dtype == torch.float32 else "tf32",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], EARLY_EXIT=early, INLINE=inline,
-        LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS, **pdl,
+        PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
     )
-    if splits > 1 and not inline:
-        merge_splits(mid_o, mid_lse, out, query_start_loc, seq_lens, splits, cfg["BLOCK_N"], early, pdl)
+    plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out
