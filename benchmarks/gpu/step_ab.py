@@ -42,14 +42,15 @@ VARIANTS = {
 KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": "TACHYON_PDL",
          "l2pf": "TACHYON_L2_PREFETCH_MB", "trigmb": "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
          "fda": "TACHYON_FUSED_DECODE_ATTN", "strig": "TACHYON_PDL_SMALL_TRIGGER_MAX_MB",
-         "early": "TACHYON_DECODE_EARLY_EXIT", "merge": "TACHYON_DECODE_MERGE"}
+         "early": "TACHYON_DECODE_EARLY_EXIT", "merge": "TACHYON_DECODE_MERGE", "qkvpost": "TACHYON_QKV_POST_GEMV"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:
     """(environment, fusion override, config overrides) of VARIANTS[name], or of a composite of parts
     joined by "+": knob=value (short names in KNOBS), or <kind>.<layer>=<config> overriding the warm-up's
-    choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows; config
-    colon-separated ints, or "cublas"), or races=<R> (the sampler's FAST_RACES), e.g.
+    choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows, fused: batch 1 with
+    the layer's prologue op in the GEMV; config colon-separated ints, or "cublas" / for fused "none"), or
+    races=<R> (the sampler's FAST_RACES), e.g.
     "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
     if name in VARIANTS:
         return (*VARIANTS[name], {})
@@ -61,8 +62,8 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
                 overrides[("sampler", "FAST_RACES")] = int(val)
             elif "." in key:
                 kind, layer = key.split(".")
-                assert kind in ("gemv", "small")
-                overrides[(kind, layer)] = None if val == "cublas" else tuple(int(v) for v in val.split(":"))
+                assert kind in ("gemv", "small", "fused")
+                overrides[(kind, layer)] = None if val in ("cublas", "none") else tuple(int(v) for v in val.split(":"))
             else:
                 env[KNOBS[key]] = val
     except (KeyError, ValueError, AssertionError):
@@ -86,6 +87,8 @@ def set_configs(model: torch.nn.Module, overrides: dict, saved: dict) -> None:
             gemv, small = saved.setdefault(("cfg", id(m)), (m.gemv_config, m.small_config))
             m.gemv_config = overrides.get(("gemv", attr), gemv)
             m.small_config = overrides.get(("small", attr), small)
+            if ("fused", attr) in overrides:  # otherwise set_fusion (called first) decides
+                m.fused_config = overrides[("fused", attr)]
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
