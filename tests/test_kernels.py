@@ -141,6 +141,22 @@ def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge):
 
 
 @needs_triton
+@pytest.mark.parametrize("tile", ["16:2:1", "64:4:2"])
+def test_attention_decode_tile_knob(poison, monkeypatch, tile):
+    """TACHYON_DECODE_TILE changes the decode kernel's key tile (and so its split lengths), not the result;
+    a malformed value names the knob."""
+    monkeypatch.setenv("TACHYON_DECODE_TILE", tile)
+    dtype = DTYPES[-1]
+    gen = torch.Generator().manual_seed(6)
+    q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, dtype, gen)
+    out = K.attention_triton(q, cache, **dict(meta, max_seq_len=4096), out=torch.full_like(q, NAN))
+    close(out, K.attention_ref(q, cache, **meta), dtype)
+    monkeypatch.setenv("TACHYON_DECODE_TILE", "64")
+    with pytest.raises(ValueError, match="TACHYON_DECODE_TILE"):
+        K.attention_triton(q, cache, **meta)
+
+
+@needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("Hq,Hkv,D,block_size", [(4, 2, 64, 16), (6, 3, 32, 8), (14, 2, 32, 16)])
 def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):

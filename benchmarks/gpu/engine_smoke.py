@@ -52,11 +52,14 @@ def run_workload(llm: LLM, name: str, limit: int | None = None) -> dict:
                 peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30)
 
 
-def parity(shape: str, dtype: str = "bfloat16") -> dict:
+def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
+    """Greedy tokens of the GPU engine against the torch reference path (eager) on 4 seed8 prompts, decoded
+    together (B=4) or, with `single`, one request at a time (the batch-1 decode graphs)."""
     prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
     sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
     fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16)
-    a = [o.outputs[0].token_ids for o in fast.generate(prompts, sp, use_tqdm=False)]
+    groups = [[p] for p in prompts] if single else [prompts]
+    a = [o.outputs[0].token_ids for g in groups for o in fast.generate(g, sp, use_tqdm=False)]
     del fast
     gc.collect()
     torch.cuda.empty_cache()
@@ -79,7 +82,8 @@ def parity(shape: str, dtype: str = "bfloat16") -> dict:
         fast_tok_is_ref_second = a[k][i] in ref_out[k].outputs[0].logprobs[i] and a[k][i] != b[k][i]
         gaps.append(dict(pos=i, top2_logprob_gap=top[0].logprob - top[1].logprob,
                          fast_token_in_ref_top2=fast_tok_is_ref_second))
-    return dict(shape=shape, dtype=dtype, identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
+    return dict(shape=shape, dtype=dtype, batch=1 if single else len(prompts), identical=a == b,
+                first_divergence=first_div, divergence_gaps=gaps)
 
 
 def main() -> None:
@@ -89,6 +93,7 @@ def main() -> None:
     ap.add_argument("--workloads", default="bs1,seed8,nano256")
     ap.add_argument("--parity", action="store_true")
     ap.add_argument("--parity-dtypes", default="bfloat16")
+    ap.add_argument("--parity-single", action="store_true", help="parity prompts one at a time (batch-1 graphs)")
     ap.add_argument("--max-num-seqs", type=int, default=512)
     ap.add_argument("--nano-limit", type=int, default=None)
     ap.add_argument("--no-overlap", action="store_true")
@@ -105,7 +110,7 @@ def main() -> None:
     for shape in args.shapes.split(","):
         if args.parity:
             for dt in args.parity_dtypes.split(","):
-                results["parity"].append(parity(shape, dt))
+                results["parity"].append(parity(shape, dt, args.parity_single))
                 print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,

@@ -15,6 +15,7 @@ finish (one launch) is slower here at batch 1 (benchmarks/results/attn_fused_red
 decode_fused_session6/inline_merge_*), so it is the fused decode kernel's default only.
 """
 
+import os
 
 import torch
 
@@ -264,6 +265,20 @@ PREFILL_CONFIG = {
 }
 
 
+def decode_config(key: str) -> dict:
+    """The dedicated decode kernel's launch configuration for dtype `key` ("bf16" / "fp32"): DECODE_CONFIG, or
+    TACHYON_DECODE_TILE=BLOCK_N:num_warps:num_stages (an A/B knob, read per launch: a CUDA graph keeps what
+    was in force at capture). BLOCK_N also rounds the split length (split_kv._split_len)."""
+    env = os.environ.get("TACHYON_DECODE_TILE", "")
+    if not env:
+        return DECODE_CONFIG[key]
+    try:
+        block_n, warps, stages = (int(v) for v in env.split(":"))
+    except ValueError:
+        raise ValueError(f"TACHYON_DECODE_TILE must be BLOCK_N:num_warps:num_stages, got {env!r}") from None
+    return dict(BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+
+
 def attention_triton(
     q: torch.Tensor,
     kv_cache: torch.Tensor,
@@ -294,7 +309,7 @@ def attention_triton(
     cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
-        cfg = DECODE_CONFIG[cfg_key]
+        cfg = decode_config(cfg_key)
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
         _decode_kernel[(B, Hkv, plan.splits)](
             q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables, scale,
