@@ -143,3 +143,20 @@ def test_model_decode_step_through_gemv_qkv_post(arch, fused_norm, kernel, reque
     monkeypatch.setenv("TACHYON_QKV_POST_GEMV", "0")
     _decode_step(model, spec, cache_init, True, fused_norm)
     assert len(calls) == spec.num_layers
+
+
+@needs_triton
+@pytest.mark.parametrize("config", EVEN_CONFIGS[:2], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gemv_qkv_post_is_bit_identical_to_the_triton_pair(config, dtype):
+    """The same roundings as the two kernels it replaces (gemv_triton, then qkv_post_triton): q and the
+    cache are bit for bit equal, in bf16 too (each row's dot product is computed as the plain GEMV does)."""
+    Hq, Hkv, D = 4, 2, 16
+    args, w, b, cos_sin, pos, cache = problem(Hq, Hkv, D, 96, dtype, 21, False, False)
+    slots = torch.tensor([6], device=DEV)
+    pair_cache = cache.clone()
+    qkv = kernels.gemv_triton(args[0], w, b, config)
+    q_pair = kernels.qkv_post_triton(qkv, pos, cos_sin, pair_cache, slots, None, None, 0.0, Hq, Hkv, D)
+    q, _ = gemv_qkv_post_triton(args[0], None, None, 0.0, w, b, config, pos, cos_sin, cache, slots, Hq, Hkv, D)
+    assert torch.equal(q.view(1, Hq, D), q_pair.view(1, Hq, D))
+    assert torch.equal(cache.nan_to_num(7.0), pair_cache.nan_to_num(7.0))

@@ -112,6 +112,7 @@ def main() -> None:
     ap.add_argument("--out", default="out")
     ap.add_argument("--shapes", default="qwen3-0.6b", help="one engine per process: one shape per run")
     ap.add_argument("--context", type=int, default=512)
+    ap.add_argument("--max-model-len", type=int, default=4096, help="sizes the graphs' split-KV grids")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default="off,on,gemv_off,auto")
     ap.add_argument("--large", default="", help="also these batch sizes (e.g. 64,256), greedy, each row its own "
@@ -122,11 +123,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for shape in args.shapes.split(","):
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
+        llm = LLM(shape, load_format="dummy", max_model_len=args.max_model_len, max_num_batched_tokens=8192,
                   max_num_seqs=max([8] + large))
         runner = llm.engine.runner
         blocks = -(-args.context // runner.block_size)
-        res = {"shape": shape, "context": args.context}
+        res = {"shape": shape, "context": args.context, "max_model_len": args.max_model_len}
         saved: dict = {}
         for rnd in range(args.rounds):  # rounds interleave the variants (clock / thermal drift)
             for name in args.variants.split(","):

@@ -74,31 +74,15 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
-                 pos_ptr, cs_ptr, kv_ptr, slot_ptr, stride_cs, stride_kv, stride_tok, Hq, Hkv,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 TRIG: tl.constexpr, ROPE: tl.constexpr = False, D: tl.constexpr = 2, HALF: tl.constexpr = 1):
-    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
-    (always in bounds, no row mask) and dropped at the store. The first weight tile (and the bias) is loaded
-    before pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
-    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
-    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h.
-    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early.
-    ROPE (a q|k|v projection, heads of D = 2 * HALF features, all rotated): program p holds BLOCK_N // 2
-    rotary pairs (features j and j + HALF of one head, as rows 2t and 2t + 1) instead of consecutive rows,
-    so it finishes qkv_post itself (_rope_pairs_store): y_ptr receives q [Hq * D], kv_ptr the K / V."""
-    pdl_trigger(TRIG)
-    pid = tl.program_id(0)
-    if ROPE:
-        i = tl.arange(0, BLOCK_N)
-        pair = pid * (BLOCK_N // 2) + i // 2
-        n = (pair // HALF) * D + pair % HALF + (i % 2) * HALF
-        nmask = pair < N // 2
-        cos, sin, slot = _rope_pairs_inputs(pid, pos_ptr, cs_ptr, slot_ptr, stride_cs, y_ptr, BLOCK_N // 2, HALF)
-    else:
-        n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        nmask = n < N
+def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+               HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
+    """The dot products of weight rows n [BLOCK_N] (nmask: rows that exist) with the GEMV input, in fp32, plus
+    the bias. Rows past N are clamped to N - 1 for the loads (always in bounds, no row mask). The first weight
+    tile (and the bias) is loaded before pdl_wait (weights are never written by a kernel), so under PDL it
+    streams while the previous kernel finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) +
+    eps) * sum_k h_k nw_k w_k, so the sum of squares accumulates beside the dot products and 1/rms scales the
+    result; program 0 writes h."""
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
     k = tl.arange(0, BLOCK_K)
     kmask = k < K
@@ -137,11 +121,47 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
     if HAS_BIAS:
         y += bias
-    if ROPE:
-        _rope_pairs_store(y.to(y_ptr.dtype.element_ty), cos, sin, slot, pid, y_ptr, kv_ptr, stride_kv, stride_tok,
-                          Hq, Hkv, N // 2, BLOCK_N // 2, D, HALF)
-    else:
-        tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
+    return y
+
+
+@triton.jit
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
+                 TRIG: tl.constexpr):
+    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N] (_gemv_rows); rows past N are dropped at the store.
+    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early."""
+    pdl_trigger(TRIG)
+    pid = tl.program_id(0)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = n < N
+    y = _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
+                   BLOCK_N, BLOCK_K, STAGES, EVEN_K, HAS_BIAS, PROLOGUE, HAS_RES, PDL)
+    tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
+
+
+@triton.jit
+def _gemv_qkv_post_kernel(x_ptr, w_ptr, b_ptr, q_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+                          pos_ptr, cs_ptr, kv_ptr, slot_ptr, stride_cs, stride_kv, stride_tok, Hq, Hkv,
+                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
+                          EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr,
+                          HAS_RES: tl.constexpr, PDL: tl.constexpr, TRIG: tl.constexpr, D: tl.constexpr,
+                          HALF: tl.constexpr):
+    """The GEMV of a q|k|v projection (heads of D = 2 * HALF features, all rotated) that finishes qkv_post:
+    program p holds BLOCK_N // 2 rotary pairs (features j and j + HALF of one head, as rows 2t and 2t + 1)
+    instead of consecutive rows, rotates them and stores q to q_ptr [Hq * D], K / V to the cache
+    (_rope_pairs_store). The step inputs and the cos|sin rows are read before pdl_wait."""
+    pdl_trigger(TRIG)
+    pid = tl.program_id(0)
+    i = tl.arange(0, BLOCK_N)
+    pair = pid * (BLOCK_N // 2) + i // 2
+    n = (pair // HALF) * D + pair % HALF + (i % 2) * HALF
+    nmask = pair < N // 2
+    cos, sin, slot = _rope_pairs_inputs(pid, pos_ptr, cs_ptr, slot_ptr, stride_cs, q_ptr, BLOCK_N // 2, HALF)
+    y = _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
+                   BLOCK_N, BLOCK_K, STAGES, EVEN_K, HAS_BIAS, PROLOGUE, HAS_RES, PDL)
+    _rope_pairs_store(y.to(q_ptr.dtype.element_ty), cos, sin, slot, pid, q_ptr, kv_ptr, stride_kv, stride_tok,
+                      Hq, Hkv, N // 2, BLOCK_N // 2, D, HALF)
 
 
 # a batch-1 GEMV reading more weight bytes than this does not trigger its successor's early launch
@@ -182,15 +202,15 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
     if rope is None:
+        kernel, rope_args, rope_kw = _gemv_kernel, (), {}
         y = torch.empty(1, N, dtype=out_dtype or x.dtype, device=x.device)
-        rope_args, rope_kw = (x, x, x, x, 0, 0, 0, 0, 0), {}
     else:
         positions, cos_sin, kv_cache, slots, hq, hkv, d = rope
-        y = torch.empty(1, hq * d, dtype=x.dtype, device=x.device)
+        kernel, y = _gemv_qkv_post_kernel, torch.empty(1, hq * d, dtype=x.dtype, device=x.device)
         rope_args = (positions, cos_sin, kv_cache, slots, cos_sin.stride(0), kv_cache.stride(0), kv_cache.stride(2),
                      hq, hkv)
-        rope_kw = dict(ROPE=True, D=d, HALF=d // 2)
-    _gemv_kernel[(triton.cdiv(N, block_n),)](
+        rope_kw = dict(D=d, HALF=d // 2)
+    kernel[(triton.cdiv(N, block_n),)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0), *rope_args,
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
