@@ -148,9 +148,10 @@ def test_model_decode_step_through_gemv_qkv_post(arch, fused_norm, kernel, reque
 @needs_triton
 @pytest.mark.parametrize("config", EVEN_CONFIGS[:2], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_gemv_qkv_post_is_bit_identical_to_the_triton_pair(config, dtype):
-    """The same roundings as the two kernels it replaces (gemv_triton, then qkv_post_triton): q and the
-    cache are bit for bit equal, in bf16 too (each row's dot product is computed as the plain GEMV does)."""
+def test_gemv_qkv_post_rounds_like_the_triton_pair(config, dtype):
+    """The same roundings as the two kernels it replaces (gemv_triton, then qkv_post_triton). Under the
+    interpreter q and the cache are bit for bit equal; compiled, the two kernels may reduce a row's products
+    in another order, so fp32 agrees to 1e-5 and bf16 to one rounding step of the output."""
     Hq, Hkv, D = 4, 2, 16
     args, w, b, cos_sin, pos, cache = problem(Hq, Hkv, D, 96, dtype, 21, False, False)
     slots = torch.tensor([6], device=DEV)
@@ -158,5 +159,12 @@ def test_gemv_qkv_post_is_bit_identical_to_the_triton_pair(config, dtype):
     qkv = kernels.gemv_triton(args[0], w, b, config)
     q_pair = kernels.qkv_post_triton(qkv, pos, cos_sin, pair_cache, slots, None, None, 0.0, Hq, Hkv, D)
     q, _ = gemv_qkv_post_triton(args[0], None, None, 0.0, w, b, config, pos, cos_sin, cache, slots, Hq, Hkv, D)
-    assert torch.equal(q.view(1, Hq, D), q_pair.view(1, Hq, D))
-    assert torch.equal(cache.nan_to_num(7.0), pair_cache.nan_to_num(7.0))
+    got = torch.cat([q.view(-1), cache.nan_to_num(7.0).view(-1)]).float()
+    want = torch.cat([q_pair.view(-1), pair_cache.nan_to_num(7.0).view(-1)]).float()
+    if not CUDA:
+        assert torch.equal(got, want)
+    elif dtype == torch.float32:
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    else:  # a bf16 step of the value, or of the two rotary products whose difference it is (cancellation)
+        step = torch.maximum(torch.maximum(got.abs(), want.abs()) * 2**-7, want.abs().max() * 2**-6)
+        assert ((got - want).abs() <= step).all()

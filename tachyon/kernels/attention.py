@@ -259,19 +259,25 @@ DECODE_CONFIG = {
     "bf16": dict(BLOCK_N=128, num_warps=4, num_stages=2),
     "fp32": dict(BLOCK_N=32, num_warps=4, num_stages=1),
 }
+# bf16 decode launches whose context is split (small batches; in the engine, batch 1): 64-key tiles, so a
+# short context spreads over twice the programs (each split's latency is its first tiles'). Decode-step
+# replays on the H200 (decode_fused_session7/): Qwen2.5-7B bs1 3.817 -> 3.782 ms at a 512-token context,
+# 3.883 -> 3.826 at 4,096 (graphs sized for 32,768); Qwen3-0.6B bs1 0.802 -> 0.782
+SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
 PREFILL_CONFIG = {
     "bf16": dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=3),
     "fp32": dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1),
 }
 
 
-def decode_config(key: str) -> dict:
-    """The dedicated decode kernel's launch configuration for dtype `key` ("bf16" / "fp32"): DECODE_CONFIG, or
+def decode_config(key: str, split: bool) -> dict:
+    """The dedicated decode kernel's launch configuration for dtype `key` ("bf16" / "fp32") and a launch whose
+    context is split or not: SPLIT_DECODE_CONFIG (bf16, split) or DECODE_CONFIG, or for split launches
     TACHYON_DECODE_TILE=BLOCK_N:num_warps:num_stages (an A/B knob, read per launch: a CUDA graph keeps what
     was in force at capture). BLOCK_N also rounds the split length (split_kv._split_len)."""
-    env = os.environ.get("TACHYON_DECODE_TILE", "")
+    env = os.environ.get("TACHYON_DECODE_TILE", "") if split else ""
     if not env:
-        return DECODE_CONFIG[key]
+        return SPLIT_DECODE_CONFIG if split and key == "bf16" else DECODE_CONFIG[key]
     try:
         block_n, warps, stages = (int(v) for v in env.split(":"))
     except ValueError:
@@ -309,8 +315,8 @@ def attention_triton(
     cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
-        cfg = decode_config(cfg_key)
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
+        cfg = decode_config(cfg_key, plan.splits > 1)
         _decode_kernel[(B, Hkv, plan.splits)](
             q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),

@@ -79,7 +79,7 @@ def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, 
                HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
     """The dot products of weight rows n [BLOCK_N] (nmask: rows that exist) with the GEMV input, in fp32, plus
     the bias. Rows past N are clamped to N - 1 for the loads (always in bounds, no row mask). The first weight
-    tile (and the bias) is loaded before pdl_wait (weights are never written by a kernel), so under PDL it
+    tile is loaded before pdl_wait (weights are never written by a kernel), so under PDL it
     streams while the previous kernel finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) +
     eps) * sum_k h_k nw_k w_k, so the sum of squares accumulates beside the dot products and 1/rms scales the
     result; program 0 writes h."""
@@ -90,8 +90,6 @@ def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, 
         w = tl.load(w_rows[:, None] + k[None, :])
     else:
         w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
-    if HAS_BIAS:  # a weight too: its latency stays out of the epilogue
-        bias = tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
     pdl_wait(PDL)
     xe, h = _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE, HAS_RES)
     acc = w.to(tl.float32) * xe[None, :]
@@ -120,7 +118,7 @@ def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, 
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
     if HAS_BIAS:
-        y += bias
+        y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
     return y
 
 
