@@ -152,6 +152,22 @@ def test_triton_fp32(poison, monkeypatch, name, splits, merge):
     assert_counters_zero()
 
 
+@needs_triton
+@pytest.mark.parametrize("tile", ["16:2:1", "64:4:2"])
+@pytest.mark.parametrize("merge", ["kernel", "inline"])
+def test_triton_tile_knob(poison, monkeypatch, tile, merge):
+    """TACHYON_DECODE_FUSED_TILE changes the key tile of split launches (and so the split lengths and which
+    split holds the new key), not the result; fp32, automatic split count at a graph's max_seq_len."""
+    set_merge_mode(monkeypatch, merge)
+    monkeypatch.setenv("TACHYON_DECODE_FUSED_TILE", tile)
+    case = dict(make_case("qwen3", torch.float32), max_seq_len=4096)
+    ref, ref_cache = run(K.decode_qkv_attention_ref, case)
+    out, cache = run(K.decode_qkv_attention_triton, case)
+    close(out[:-1], ref[:-1], torch.float32)
+    check_cache(cache, ref_cache, case["kv_cache"], case, atol=1e-5)
+    assert_counters_zero()
+
+
 @pytest.mark.skipif(not CUDA, reason="GPU only: the interpreter's bf16 tl.dot gives garbage (attention_triton's "
                     "decode kernel too, whose bf16 tests are GPU-only as well)")
 @pytest.mark.parametrize("name", ["qwen2", "qwen3"])

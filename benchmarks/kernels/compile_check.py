@@ -113,11 +113,6 @@ def launch_all() -> None:
             G.gemv_triton(t(dt, 1, 3584), t(dt, 4608, 3584), t(dt, 4608), cfg)
             G.rmsnorm_gemv_triton(t(dt, 1, 3584), t(dt, 1, 3584), t(dt, 3584), 1e-6, t(dt, 4608, 3584), None, cfg)
             G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
-            if cfg[0] % 2 == 0:  # the qkv GEMV finishing qkv_post (Qwen2.5-7B: 28 + 2 * 4 heads), both prologues
-                rope = (i64(1), f32(32768, 128), cache, i64(1), hq, hkv, d)
-                G.gemv_qkv_post_triton(t(dt, 1, 3584), None, None, 0.0, t(dt, 4608, 3584), t(dt, 4608), cfg, *rope)
-                G.gemv_qkv_post_triton(t(dt, 1, 3584), t(dt, 1, 3584), t(dt, 3584), 1e-6, t(dt, 4608, 3584),
-                                       t(dt, 4608), cfg, *rope)
         for cfg in G.SMALL_CONFIGS:
             G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)

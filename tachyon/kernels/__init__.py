@@ -15,8 +15,6 @@ from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
 from tachyon.kernels.gemv import (
     gemm_small_triton,
-    gemv_qkv_post_ref,
-    gemv_qkv_post_triton,
     gemv_ref,
     gemv_triton,
     rmsnorm_gemv_ref,
@@ -175,18 +173,6 @@ def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.T
     return fn(x, residual, norm_w, eps, w, bias, config)
 
 
-def gemv_qkv_post(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor | None, eps: float,
-                  w: torch.Tensor, bias: torch.Tensor | None, config: tuple[int, int, int, int] | None,
-                  positions: torch.Tensor, cos_sin_cache: torch.Tensor, kv_cache: torch.Tensor,
-                  slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int,
-                  head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Batch 1: (q [1, Hq, D], residual stream) = the q|k|v projection (of rmsnorm(x + residual) when norm_w is
-    given) finished by qkv_post without q/k norm (rotary, K / V stored), in one Triton kernel on CUDA."""
-    fn = gemv_qkv_post_triton if use_triton(x) else gemv_qkv_post_ref
-    return fn(x, residual, norm_w, eps, w, bias, config, positions, cos_sin_cache, kv_cache, slot_mapping, num_heads,
-              num_kv_heads, head_dim)
-
-
 def silu_gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
               config: tuple[int, int, int, int]) -> torch.Tensor:
     """Batch 1: linear(silu(gate) * up) of a gate|up row in one Triton kernel on CUDA."""
@@ -245,9 +231,6 @@ __all__ = [
     "pick_small_config",
     "gemm_small",
     "gemm_small_triton",
-    "gemv_qkv_post",
-    "gemv_qkv_post_ref",
-    "gemv_qkv_post_triton",
     "rmsnorm_gemv",
     "rmsnorm_gemv_ref",
     "rmsnorm_gemv_triton",

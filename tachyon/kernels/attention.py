@@ -270,18 +270,20 @@ PREFILL_CONFIG = {
 }
 
 
-def decode_config(key: str, split: bool) -> dict:
-    """The dedicated decode kernel's launch configuration for dtype `key` ("bf16" / "fp32") and a launch whose
-    context is split or not: SPLIT_DECODE_CONFIG (bf16, split) or DECODE_CONFIG, or for split launches
-    TACHYON_DECODE_TILE=BLOCK_N:num_warps:num_stages (an A/B knob, read per launch: a CUDA graph keeps what
-    was in force at capture). BLOCK_N also rounds the split length (split_kv._split_len)."""
-    env = os.environ.get("TACHYON_DECODE_TILE", "") if split else ""
+def decode_config(key: str, split: bool, fused: bool = False) -> dict:
+    """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
+    `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
+    split launches, else DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
+    TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages overrides it (A/B knobs, read per launch:
+    a CUDA graph keeps what was in force at capture). BLOCK_N also rounds the split length (_split_len)."""
+    name = "TACHYON_DECODE_FUSED_TILE" if fused else "TACHYON_DECODE_TILE"
+    env = os.environ.get(name, "") if split else ""
     if not env:
-        return SPLIT_DECODE_CONFIG if split and key == "bf16" else DECODE_CONFIG[key]
+        return SPLIT_DECODE_CONFIG if split and key == "bf16" and not fused else DECODE_CONFIG[key]
     try:
         block_n, warps, stages = (int(v) for v in env.split(":"))
     except ValueError:
-        raise ValueError(f"TACHYON_DECODE_TILE must be BLOCK_N:num_warps:num_stages, got {env!r}") from None
+        raise ValueError(f"{name} must be BLOCK_N:num_warps:num_stages, got {env!r}") from None
     return dict(BLOCK_N=block_n, num_warps=warps, num_stages=stages)
 
 

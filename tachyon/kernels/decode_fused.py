@@ -21,7 +21,7 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
-from tachyon.kernels.attention import DECODE_CONFIG, _softmax_step, attention_ref
+from tachyon.kernels.attention import _softmax_step, attention_ref, decode_config
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
@@ -210,8 +210,8 @@ def decode_qkv_attention_triton(
     out = torch.empty(B, Hq, D, dtype=qkv.dtype, device=qkv.device)
     if B == 0:
         return out
-    cfg = DECODE_CONFIG["fp32" if qkv.dtype == torch.float32 else "bf16"]
     plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=True)
+    cfg = decode_config("fp32" if qkv.dtype == torch.float32 else "bf16", plan.splits > 1, fused=True)
     pdl = pdl_args(qkv.device)
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm

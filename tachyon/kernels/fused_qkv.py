@@ -122,52 +122,6 @@ def _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D: tl.constexpr, HALF: tl.const
 
 
 @triton.jit
-def _rope_pairs_inputs(pid, pos_ptr, cs_ptr, slot_ptr, stride_cs, q_ptr, P: tl.constexpr, HALF: tl.constexpr):
-    """For _rope_pairs_store: (cos, sin, slot) of a batch-1 token (position pos_ptr[0], slot slot_ptr[0]) at
-    the features j of pairs pid * P .. + P; cos / sin rounded to q's dtype as HF casts them, then fp32.
-    Reads only step inputs and the table (no kernel writes them), so it may run before pdl_wait."""
-    ty = q_ptr.dtype.element_ty
-    j = (pid * P + tl.arange(0, P)) % HALF
-    pos = tl.load(pos_ptr)
-    c = tl.load(cs_ptr + pos * stride_cs + j).to(ty).to(tl.float32)
-    s = tl.load(cs_ptr + pos * stride_cs + HALF + j).to(ty).to(tl.float32)
-    return c, s, tl.load(slot_ptr)
-
-
-@triton.jit
-def _rope_pairs_store(y, c, s, slot, pid, q_ptr, kv_ptr, stride_kv, stride_tok, Hq, Hkv, n_pairs,
-                      P: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr):
-    """qkv_post of one batch-1 token from a GEMV epilogue: y [2P] (q's dtype) holds pairs pid * P + t, pair
-    (head h, feature j < HALF) as y[2t] = feature j and y[2t + 1] = feature j + HALF of head h of the q|k|v
-    row. q heads: rotated into q_ptr [Hq * D]; k heads: rotated, v heads: as they are, into the cache at
-    `slot` (nothing for slot -1). The roundings are qkv_post's (_norm_rope without the norm)."""
-    lo, hi = tl.split(tl.reshape(y, [P, 2]))
-    pair = pid * P + tl.arange(0, P)
-    head = pair // HALF
-    j = pair % HALF
-    live = pair < n_pairs
-    ty = lo.dtype
-    lf = lo.to(tl.float32)
-    hf = hi.to(tl.float32)
-    r_lo = ((lf * c).to(ty).to(tl.float32) - (hf * s).to(ty).to(tl.float32)).to(ty)
-    r_hi = ((hf * c).to(ty).to(tl.float32) + (lf * s).to(ty).to(tl.float32)).to(ty)
-    is_q = head < Hq
-    is_v = head >= Hq + Hkv
-    o_lo = tl.where(is_v, lo, r_lo)
-    o_hi = tl.where(is_v, hi, r_hi)
-    q_dst = q_ptr + head * D + j
-    tl.store(q_dst, o_lo, mask=live & is_q)
-    tl.store(q_dst + HALF, o_hi, mask=live & is_q)
-    kv_head = tl.where(is_v, head - Hq - Hkv, head - Hq)
-    slots = tl.zeros([P], tl.int64) + slot  # a [P] vector: the interpreter rejects masks broadcast from a scalar
-    kv_dst = kv_ptr + is_v.to(tl.int64) * stride_kv + slots * stride_tok + kv_head * D + j
-    kv_live = live & (head >= Hq) & (slots >= 0)
-    out_ty = kv_ptr.dtype.element_ty
-    tl.store(kv_dst, o_lo.to(out_ty), mask=kv_live)
-    tl.store(kv_dst + HALF, o_hi.to(out_ty), mask=kv_live)
-
-
-@triton.jit
 def _norm_rope_heads(
     src_ptr, w_ptr, c, s, sign, H, eps,
     BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,

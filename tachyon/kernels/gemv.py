@@ -25,15 +25,11 @@ import torch
 import torch.nn.functional as F
 
 from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
-from tachyon.kernels.fused_qkv import _rope_pairs_inputs, _rope_pairs_store
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
 KERNEL_VERSION = 2
 GemvConfig = tuple[int, int, int, int]  # (BLOCK_N, BLOCK_K, num_warps, STAGES)
-# qkv_post's inputs for a GEMV that finishes it (gemv_qkv_post): positions, cos|sin table, KV cache,
-# slot_mapping, Hq, Hkv, head_dim
-RopeArgs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int, int, int]
 # small BLOCK_N so even N = 1024 gives hundreds of programs; BLOCK_K x STAGES keeps weight bytes in flight
 # candidates: those that won on some Qwen2.5-7B / Qwen3-0.6B projection on the H200 (gemv_sweep_h200.json);
 # every candidate is a Triton compile at a cold start, so the list stays short
@@ -74,15 +70,20 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 
 
 @triton.jit
-def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
-               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-               HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr):
-    """The dot products of weight rows n [BLOCK_N] (nmask: rows that exist) with the GEMV input, in fp32, plus
-    the bias. Rows past N are clamped to N - 1 for the loads (always in bounds, no row mask). The first weight
-    tile is loaded before pdl_wait (weights are never written by a kernel), so under PDL it
-    streams while the previous kernel finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) +
-    eps) * sum_k h_k nw_k w_k, so the sum of squares accumulates beside the dot products and 1/rms scales the
-    result; program 0 writes h."""
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
+                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
+                 TRIG: tl.constexpr):
+    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
+    (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
+    pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
+    finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
+    sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h.
+    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early."""
+    pdl_trigger(TRIG)
+    pid = tl.program_id(0)
+    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    nmask = n < N
     w_rows = w_ptr + tl.minimum(n, N - 1).to(tl.int64) * stride_wn
     k = tl.arange(0, BLOCK_K)
     kmask = k < K
@@ -119,47 +120,7 @@ def _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, 
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
-    return y
-
-
-@triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 TRIG: tl.constexpr):
-    """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N] (_gemv_rows); rows past N are dropped at the store.
-    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early."""
-    pdl_trigger(TRIG)
-    pid = tl.program_id(0)
-    n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    nmask = n < N
-    y = _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
-                   BLOCK_N, BLOCK_K, STAGES, EVEN_K, HAS_BIAS, PROLOGUE, HAS_RES, PDL)
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
-
-
-@triton.jit
-def _gemv_qkv_post_kernel(x_ptr, w_ptr, b_ptr, q_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
-                          pos_ptr, cs_ptr, kv_ptr, slot_ptr, stride_cs, stride_kv, stride_tok, Hq, Hkv,
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
-                          EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr,
-                          HAS_RES: tl.constexpr, PDL: tl.constexpr, TRIG: tl.constexpr, D: tl.constexpr,
-                          HALF: tl.constexpr):
-    """The GEMV of a q|k|v projection (heads of D = 2 * HALF features, all rotated) that finishes qkv_post:
-    program p holds BLOCK_N // 2 rotary pairs (features j and j + HALF of one head, as rows 2t and 2t + 1)
-    instead of consecutive rows, rotates them and stores q to q_ptr [Hq * D], K / V to the cache
-    (_rope_pairs_store). The step inputs and the cos|sin rows are read before pdl_wait."""
-    pdl_trigger(TRIG)
-    pid = tl.program_id(0)
-    i = tl.arange(0, BLOCK_N)
-    pair = pid * (BLOCK_N // 2) + i // 2
-    n = (pair // HALF) * D + pair % HALF + (i % 2) * HALF
-    nmask = pair < N // 2
-    cos, sin, slot = _rope_pairs_inputs(pid, pos_ptr, cs_ptr, slot_ptr, stride_cs, q_ptr, BLOCK_N // 2, HALF)
-    y = _gemv_rows(x_ptr, w_ptr, b_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn, pid, n, nmask,
-                   BLOCK_N, BLOCK_K, STAGES, EVEN_K, HAS_BIAS, PROLOGUE, HAS_RES, PDL)
-    _rope_pairs_store(y.to(q_ptr.dtype.element_ty), cos, sin, slot, pid, q_ptr, kv_ptr, stride_kv, stride_tok,
-                      Hq, Hkv, N // 2, BLOCK_N // 2, D, HALF)
 
 
 # a batch-1 GEMV reading more weight bytes than this does not trigger its successor's early launch
@@ -194,25 +155,16 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
-            out_dtype: torch.dtype | None = None, rope: RopeArgs | None = None) -> torch.Tensor:
-    """One _gemv_kernel launch -> y [1, N] (with `rope`: q [1, Hq * D], the K / V rows going to the cache)."""
+            out_dtype: torch.dtype | None = None) -> torch.Tensor:
     require_triton()
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
-    if rope is None:
-        kernel, rope_args, rope_kw = _gemv_kernel, (), {}
-        y = torch.empty(1, N, dtype=out_dtype or x.dtype, device=x.device)
-    else:
-        positions, cos_sin, kv_cache, slots, hq, hkv, d = rope
-        kernel, y = _gemv_qkv_post_kernel, torch.empty(1, hq * d, dtype=x.dtype, device=x.device)
-        rope_args = (positions, cos_sin, kv_cache, slots, cos_sin.stride(0), kv_cache.stride(0), kv_cache.stride(2),
-                     hq, hkv)
-        rope_kw = dict(D=d, HALF=d // 2)
-    kernel[(triton.cdiv(N, block_n),)](
+    y = torch.empty(1, N, dtype=out_dtype or x.dtype, device=x.device)
+    _gemv_kernel[(triton.cdiv(N, block_n),)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
-        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0), *rope_args,
+        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, **rope_kw,
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
         **_gemv_pdl(x.device, w.numel() * w.element_size()),
     )
     return y
@@ -411,43 +363,3 @@ def silu_gemv_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None
     """One kernel at batch 1: SiLU-and-mul in the GEMV's prologue. x [1, 2K] contiguous."""
     assert x.shape[0] == 1 and x.is_contiguous() and x.shape[1] == 2 * w.shape[1]
     return _launch(x, w, bias, config, 2)
-
-
-def gemv_qkv_post_ref(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor | None, eps: float,
-                      w: torch.Tensor, bias: torch.Tensor | None, config: GemvConfig | None, positions: torch.Tensor,
-                      cos_sin_cache: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor,
-                      num_heads: int, num_kv_heads: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(q [1, Hq, D], residual stream) of one token: the q|k|v projection of x (of rmsnorm(x + residual) when
-    norm_w is given; the residual stream is then x + residual, else x), then qkv_post without q/k norm
-    (rotary of q and k, K / V stored at slot_mapping[0])."""
-    from tachyon.kernels.fused_qkv import qkv_post_ref
-
-    if norm_w is not None:
-        qkv, h = rmsnorm_gemv_ref(x, residual, norm_w, eps, w, bias)
-    else:
-        qkv, h = F.linear(x, w, bias), x
-    q = qkv_post_ref(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, None, None, 0.0, num_heads,
-                     num_kv_heads, head_dim)
-    return q, h
-
-
-def gemv_qkv_post_triton(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor | None, eps: float,
-                         w: torch.Tensor, bias: torch.Tensor | None, config: GemvConfig | None,
-                         positions: torch.Tensor, cos_sin_cache: torch.Tensor, kv_cache: torch.Tensor,
-                         slot_mapping: torch.Tensor, num_heads: int, num_kv_heads: int,
-                         head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One kernel: the batch-1 GEMV (with the RMSNorm prologue when norm_w is given) whose programs each hold
-    whole rotary pairs and finish qkv_post in their epilogue; the qkv row itself is never stored. Needs
-    rotary over the whole head (cos_sin_cache [max_pos, head_dim]), an even BLOCK_N and a contiguous cache."""
-    block_n = (config or CONFIGS[0])[0]
-    assert x.shape[0] == 1 and x.is_contiguous() and w.stride(-1) == 1 and block_n % 2 == 0
-    assert cos_sin_cache.shape[-1] == head_dim and cos_sin_cache.stride(-1) == 1 and kv_cache.is_contiguous()
-    assert w.shape[0] == (num_heads + 2 * num_kv_heads) * head_dim and head_dim % 2 == 0
-    rope = (positions, cos_sin_cache, kv_cache, slot_mapping, num_heads, num_kv_heads, head_dim)
-    if norm_w is None:
-        q = _launch(x, w, bias, config, rope=rope)
-        return q.view(1, num_heads, head_dim), x
-    assert residual is None or residual.is_contiguous()
-    h = torch.empty_like(x) if residual is not None else x
-    q = _launch(x, w, bias, config, 1, residual, norm_w, h if residual is not None else None, eps, rope=rope)
-    return q.view(1, num_heads, head_dim), h

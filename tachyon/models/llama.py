@@ -73,40 +73,9 @@ class Attention(nn.Module):
             self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
             self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
         )
-        return self.attend(q, meta)
-
-    def attend(self, q: torch.Tensor, meta) -> torch.Tensor:
-        """q [T, Hq, D] (rotated; this step's K / V already in the cache) -> o_proj(attention) [T, hidden]."""
         o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
                               meta.max_query_len, meta.max_seq_len, self.scale)
-        return self.o_proj(o.reshape(q.shape[0], self.num_heads * self.head_dim))
-
-    def qkv_post_in_gemv(self, x: torch.Tensor, residual: torch.Tensor | None, meta) -> bool:
-        """Whether this step's qkv projection finishes qkv_post in its GEMV epilogue (project_decode_token):
-        one decode token (batch 1), no q/k norm, rotary over the whole head, and a Triton GEMV picked for
-        qkv_proj (fused_config with the RMSNorm prologue, or gemv_config) with an even BLOCK_N.
-        TACHYON_QKV_POST_GEMV=0 turns it off (read per forward: a CUDA graph keeps what was in force at capture)."""
-        lin = self.qkv_proj
-        cfg = lin.fused_config or lin.gemv_config
-        return (x.shape[0] == 1 and meta.max_query_len == 1 and self.q_norm is None and cfg is not None
-                and cfg[0] % 2 == 0 and self.rotary.cos_sin_cache.shape[-1] == self.head_dim
-                and x.is_contiguous() and (residual is None or residual.is_contiguous())
-                and self.kv_cache is not None and self.kv_cache.is_contiguous()
-                and os.environ.get("TACHYON_QKV_POST_GEMV", "1") != "0")
-
-    def project_decode_token(self, positions: torch.Tensor, x: torch.Tensor, residual: torch.Tensor | None,
-                             norm: RMSNorm, meta) -> tuple[torch.Tensor, torch.Tensor]:
-        """(q [1, Hq, D], residual stream) of one decode token, qkv_post done by the qkv GEMV's epilogue (K / V
-        stored): with the RMSNorm in its prologue where tune_gemv chose that, else after the norm kernel. The
-        caller checked qkv_post_in_gemv."""
-        lin = self.qkv_proj
-        rope = (positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping, self.num_heads,
-                self.num_kv_heads, self.head_dim)
-        if lin.fused_config is not None:
-            return kernels.gemv_qkv_post(x, residual, norm.weight, norm.eps, lin.weight, lin.bias, lin.fused_config,
-                                         *rope)
-        h, residual = (norm(x), x) if residual is None else norm(x, residual)
-        return kernels.gemv_qkv_post(h, None, None, 0.0, lin.weight, lin.bias, lin.gemv_config, *rope)[0], residual
+        return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
 
 
 class MLP(nn.Module):
@@ -134,15 +103,11 @@ class DecoderLayer(nn.Module):
         self.mlp.gate_up_proj.prologue = "rmsnorm"
 
     def forward(self, positions, x, residual, meta):
-        attn = self.self_attn
-        in_gemv = attn.qkv_post_in_gemv(x, residual, meta)
-        if in_gemv:
-            q, residual = attn.project_decode_token(positions, x, residual, self.input_layernorm, meta)
-        else:
-            qkv, residual = norm_linear(self.input_layernorm, attn.qkv_proj, x, residual)
+        qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
         if self.prefetcher is not None and self.prefetcher.budget_bytes > 0:
-            self.prefetcher.after_qkv([attn.o_proj.weight, self.mlp.gate_up_proj.weight, self.mlp.down_proj.weight])
-        h = attn.attend(q, meta) if in_gemv else attn(positions, qkv, meta)
+            self.prefetcher.after_qkv([self.self_attn.o_proj.weight, self.mlp.gate_up_proj.weight,
+                                       self.mlp.down_proj.weight])
+        h = self.self_attn(positions, qkv, meta)
         gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h, residual)
         return self.mlp(gate_up), residual
 
