@@ -259,12 +259,13 @@ DECODE_CONFIG = {
     "bf16": dict(BLOCK_N=128, num_warps=4, num_stages=2),
     "fp32": dict(BLOCK_N=32, num_warps=4, num_stages=1),
 }
-# bf16 decode launches whose context is split (small batches: the dedicated kernel at batch 1, the fused one
-# from 2): 64-key tiles, so a short context spreads over twice the programs (a split's latency is that of its
-# first tiles). Decode-step replays on the H200 (benchmarks/results/decode_fused_session7/), against 128:
-# Qwen2.5-7B bs1 3.819 -> 3.790 ms at a 512-token context, 3.931 -> 3.876 at 4,096 (graphs sized for 32,768),
-# B=8 4.173 -> 4.161; Qwen3-0.6B bs1 0.807 -> 0.788, B=8 1.112 -> 1.107. 32- and 16-key tiles were no better
-# on 7B (16 won on 0.6B bs1 at 512 tokens, 0.764, and lost on 7B at 4,096); 32 lost at B=8.
+# bf16 launches of the dedicated decode kernel whose context is split (in the engine: batch 1): 64-key tiles,
+# so a short context spreads over twice the programs (a split's latency is that of its first tiles).
+# Decode-step replays on the H200 (benchmarks/results/decode_fused_session7/), against 128: Qwen2.5-7B bs1
+# 3.819 -> 3.790 ms at a 512-token context, 3.931 -> 3.876 at 4,096 (graphs sized for 32,768); Qwen3-0.6B bs1
+# 0.807 -> 0.788. 32- and 16-key tiles were no better on 7B (16 won on 0.6B bs1 at 512 tokens, 0.764, and
+# lost on 7B at 4,096). The fused kernel (B >= 2, fewer and longer splits) keeps 128: with 64, B=8 gained
+# 0.012 ms at 512 tokens but lost 0.050 at 4,096.
 SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
 PREFILL_CONFIG = {
     "bf16": dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=3),
@@ -274,14 +275,14 @@ PREFILL_CONFIG = {
 
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
-    `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for bf16 split launches, else
-    DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
+    `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
+    split launches, else DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
     TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages overrides it (A/B knobs, read per launch:
     a CUDA graph keeps what was in force at capture). BLOCK_N also rounds the split length (_split_len)."""
     name = "TACHYON_DECODE_FUSED_TILE" if fused else "TACHYON_DECODE_TILE"
     env = os.environ.get(name, "") if split else ""
     if not env:
-        return SPLIT_DECODE_CONFIG if split and key == "bf16" else DECODE_CONFIG[key]
+        return SPLIT_DECODE_CONFIG if split and key == "bf16" and not fused else DECODE_CONFIG[key]
     try:
         block_n, warps, stages = (int(v) for v in env.split(":"))
     except ValueError:
