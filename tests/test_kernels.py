@@ -107,9 +107,12 @@ SPLIT_DECODE = [(0, 1), (20, 1), (150, 1), (95, 1), (260, 1)]
 @needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("G", [1, 2, 4, 7])
-def test_attention_decode_kv_splits(poison, dtype, G):
-    """Split-KV decode over sequences of different lengths, GQA groups 1/2/4/7; the merge runs in a
-    fixed order, so a second call is bit-identical."""
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_attention_decode_kv_splits(poison, monkeypatch, dtype, G, early_tile):
+    """Split-KV decode over sequences of different lengths, GQA groups 1/2/4/7, with each split's first tile
+    loaded before the PDL wait (the step's own key S - 1 after it) or not; the merge runs in a fixed order,
+    so a second call is bit-identical."""
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", early_tile)
     Hkv, D = 2, 32
     gen = torch.Generator().manual_seed(3)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, G * Hkv, Hkv, D, 16, dtype, gen)
@@ -122,12 +125,14 @@ def test_attention_decode_kv_splits(poison, dtype, G):
 
 @needs_triton
 @pytest.mark.parametrize("merge", MERGE_MODES)
-def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge):
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge, early_tile):
     """As a CUDA graph launches it: max_seq_len = max_model_len picks many splits, short contexts use
     only their first few (128-key, or 32 in fp32) splits; results match the exact-max_seq_len call. With
     the early exit (and the inline merge) the empty splits write nothing (their NaN-poisoned partials
     must not be merged); the inline merge leaves its counters zero."""
     set_merge_mode(monkeypatch, merge)
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", early_tile)
     dtype = DTYPES[-1]
     gen = torch.Generator().manual_seed(4)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 14, 2, 32, 16, dtype, gen)
@@ -143,9 +148,10 @@ def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge):
 @needs_triton
 @pytest.mark.parametrize("tile", ["16:2:1", "64:4:2"])
 def test_attention_decode_tile_knob(poison, monkeypatch, tile):
-    """TACHYON_DECODE_TILE changes the decode kernel's key tile (and so its split lengths), not the result;
-    a malformed value names the knob."""
+    """TACHYON_DECODE_TILE changes the decode kernel's key tile (and so its split lengths; splits of several
+    tiles here), not the result; a malformed value names the knob."""
     monkeypatch.setenv("TACHYON_DECODE_TILE", tile)
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", "1")
     dtype = DTYPES[-1]
     gen = torch.Generator().manual_seed(6)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, dtype, gen)

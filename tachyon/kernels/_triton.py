@@ -82,7 +82,11 @@ def pdl_trigger(PDL: tl.constexpr):
 @triton.jit
 def pdl_wait(PDL: tl.constexpr):
     """Block until the previous kernel in the stream has finished and its writes are visible (no-op
-    unless PDL). Before it a program may only read inputs no kernel writes (weights) and store nothing."""
+    unless PDL). Before it a program may only read what no kernel of the running step writes, and store
+    nothing: weights and constant tables, step inputs copied from the host before the step (seq_lens,
+    positions, slot_mapping, block tables, query_start_loc), and KV-cache entries of earlier steps (keys
+    before a decode token's own position). Under PDL a chain of kernels that trigger early can be running
+    concurrently, so anything an earlier kernel of the step writes must be read after the wait."""
     if PDL:
         gdc_wait()
 

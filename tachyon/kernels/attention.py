@@ -143,6 +143,7 @@ def _decode_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
+    EARLY_TILE: tl.constexpr = False,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -152,19 +153,20 @@ def _decode_kernel(
     _split_reduce_kernel merges all num_splits afterwards. num_splits is a run-time argument (not
     specialised): every batch bucket's graph shares one compiled kernel. EARLY_EXIT (SPLIT only): a
     program whose split is empty returns before pdl_wait, writing nothing (seq_lens is a step input no
-    kernel writes, so it may be read first), and the merge reads only the splits that hold keys."""
+    kernel writes, so it may be read first), and the merge reads only the splits that hold keys.
+    EARLY_TILE (SPLIT only): the split's first key tile, but for the step's own key S - 1, is loaded before
+    pdl_wait (decode_early_tile)."""
     pdl_trigger(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
+    # step inputs (seq_lens, query_start_loc, block tables: copied from the host, no kernel writes them) are
+    # read before pdl_wait
+    S = tl.load(seq_lens_ptr + b)
     if EARLY_EXIT:
-        S = tl.load(seq_lens_ptr + b)
         if sp * _split_len(S, num_splits, BLOCK_N) >= S:
             return
-        pdl_wait(PDL)
-    else:
-        pdl_wait(PDL)
-        S = tl.load(seq_lens_ptr + b)
+    tok = tl.load(qsl_ptr + b).to(tl.int64)
     g = tl.arange(0, BLOCK_G)
     d = tl.arange(0, BLOCK_D)
     gmask = g < G
@@ -172,30 +174,59 @@ def _decode_kernel(
     heads = hk * G + g
     omask = gmask[:, None] & dmask[None, :]
     bt_row = bt_ptr + b * stride_bt
+    dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
     if not SPLIT:
-        tok = tl.load(qsl_ptr + b).to(tl.int64)
+        pdl_wait(PDL)
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
             stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
             PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
         )
-        dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
         split_len = _split_len(S, num_splits, BLOCK_N)
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
-        tok = tl.load(qsl_ptr + b).to(tl.int64)
-        o, m_i, l_i = _decode_split(
-            q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
-            stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
-        )
-        dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        if EARLY_TILE:
+            # the split's first tile is loaded before pdl_wait too, all but key S - 1 (this step's, stored by
+            # the kernel before; cached keys were written by earlier steps), which is read after the wait
+            n = start + tl.arange(0, BLOCK_N)
+            blk = tl.load(bt_row + n // PAGE, mask=n < end, other=0).to(tl.int64)
+            off = (blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h)[:, None] + d[None, :]
+            cached = (n < tl.minimum(end, S - 1))[:, None] & dmask[None, :]
+            k = tl.load(cache_ptr + off, mask=cached, other=0.0)
+            v = tl.load(cache_ptr + stride_c_kv + off, mask=cached, other=0.0)
+            pdl_wait(PDL)
+            new = (n == S - 1)[:, None] & dmask[None, :]
+            k = tl.where(new, tl.load(cache_ptr + off, mask=new, other=0.0), k)
+            v = tl.where(new, tl.load(cache_ptr + stride_c_kv + off, mask=new, other=0.0), v)
+            q = tl.load(q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=omask, other=0.0)
+            m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+            l_i = tl.zeros([BLOCK_G], tl.float32)
+            acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+            if start < end:  # an empty split (EARLY_EXIT off) keeps o = 0, l_i = 0
+                sc = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+                sc = tl.where((n < end)[None, :], sc, float("-inf"))
+                p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+                acc = tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            for n0 in range(start + BLOCK_N, end, BLOCK_N):
+                acc, m_i, l_i = _attend_tile(
+                    acc, m_i, l_i, q, cache_ptr, bt_row, n0, end, g, hk, d, dmask, scale,
+                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+                )
+            o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+        else:
+            pdl_wait(PDL)
+            o, m_i, l_i = _decode_split(
+                q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
+                stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+                PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+            )
         _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
                       heads, gmask, d, dmask, Hq, Hq // G, D, BLOCK_G, BLOCK_D, INLINE, EARLY_EXIT, LSE_S,
                       MERGE_S)
+
 
 @triton.jit(do_not_specialize=["stride_bt"])  # varies per eager step (see _decode_kernel)
 def _prefill_kernel(
@@ -273,6 +304,15 @@ PREFILL_CONFIG = {
 }
 
 
+def decode_early_tile(dtype: torch.dtype) -> bool:
+    """Whether the dedicated decode kernel's split launches load each split's first K/V tile (all but the step's
+    own key) before their PDL wait, overlapping the kernel before (qkv_post). Default: 16-bit caches (an fp32
+    tile held across the wait spills: 255 registers); TACHYON_DECODE_EARLY_TILE=1 / 0 forces it (tests run
+    the fp32 interpreter through it)."""
+    env = os.environ.get("TACHYON_DECODE_EARLY_TILE", "")
+    return env == "1" if env in ("0", "1") else dtype != torch.float32
+
+
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
     `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
@@ -327,6 +367,7 @@ def attention_triton(
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
+            EARLY_TILE=plan.splits > 1 and decode_early_tile(kv_cache.dtype),
         )
         plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
         return out

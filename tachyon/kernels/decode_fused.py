@@ -22,7 +22,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _softmax_step, attention_ref, decode_config
-from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, qkv_post_ref
+from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, _norm_weights, qkv_post_ref
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -140,7 +140,12 @@ def _decode_qkv_kernel(
         c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
         s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
         sign = tl.where(dd < HALF, -1.0, 1.0)
-        q = _norm_rope(xq, xqp, dq, qw_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
+        if HAS_NORM:
+            qw, qwp = _norm_weights(qw_ptr, dq, D, HALF, ROT)
+            kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
+        else:
+            qw, qwp, kw, kwp = c, c, c, c  # unused
+        q = _norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
         for n0 in range(start, cached_end, BLOCK_N):
             blk = blk_next
             blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
@@ -151,7 +156,7 @@ def _decode_qkv_kernel(
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
         if end == S:  # this split holds the new key
             ct = cache_ptr.dtype.element_ty
-            k_new = _norm_rope(xk, xkp, dk, kw_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM).to(ct)
+            k_new = _norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM).to(ct)
             v_new = v_new.to(ct)
             slot = tl.load(slot_ptr + b)
             if slot >= 0:

@@ -102,16 +102,24 @@ def _load_heads(src_ptr, H, BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.
 
 
 @triton.jit
-def _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr,
+def _norm_weights(w_ptr, d, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr):
+    """The per-head norm weight at features d and at their rotate_half partners (fp32): _norm_rope's w, wp.
+    A parameter: a kernel may load it before pdl_wait."""
+    pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
+    w = tl.load(w_ptr + d, mask=d < D, other=0.0).to(tl.float32)
+    wp = tl.load(w_ptr + pd, mask=d < D, other=0.0).to(tl.float32)
+    return w, wp
+
+
+@triton.jit
+def _norm_rope(x, xp, d, w, wp, c, s, sign, eps, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr,
                HAS_NORM: tl.constexpr):
-    """Optional RMSNorm, then rotary, of a tile from _load_heads (x, its partners xp, feature index d)."""
+    """Optional RMSNorm (weights w, wp from _norm_weights; unused without HAS_NORM), then rotary, of a tile
+    from _load_heads (x, its partners xp, feature index d)."""
     ty = x.dtype
     if HAS_NORM:
-        pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
         xf = x.to(tl.float32)
         rstd = tl.rsqrt(tl.sum(xf * xf, 1) / D + eps)[:, None]
-        w = tl.load(w_ptr + d, mask=d < D, other=0.0).to(tl.float32)
-        wp = tl.load(w_ptr + pd, mask=d < D, other=0.0).to(tl.float32)
         # HF: normed = (x.float() * rstd).to(dtype); out = weight * normed (rounded to dtype)
         x = (w * (xf * rstd).to(ty).to(tl.float32)).to(ty)
         xp = (wp * (xp.to(tl.float32) * rstd).to(ty).to(tl.float32)).to(ty)
@@ -123,14 +131,20 @@ def _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D: tl.constexpr, HALF: tl.const
 
 @triton.jit
 def _norm_rope_heads(
-    src_ptr, w_ptr, c, s, sign, H, eps,
+    src_ptr, w_ptr, c, s, sign, H, eps, PDL: tl.constexpr,
     BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
     ROT: tl.constexpr, HAS_NORM: tl.constexpr,
 ):
-    """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr: optional RMSNorm, then rotary.
+    """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr (written by the previous kernel: read after
+    pdl_wait, which this waits on; the norm weights are read before it): optional RMSNorm, then rotary.
     Returns (out, h, d, mask)."""
+    if HAS_NORM:
+        w, wp = _norm_weights(w_ptr, tl.arange(0, BLOCK_D)[None, :], D, HALF, ROT)
+    else:
+        w, wp = c, s  # unused
+    pdl_wait(PDL)
     x, xp, h, d, mask = _load_heads(src_ptr, H, BLOCK_H, D, BLOCK_D, HALF, ROT)
-    return _norm_rope(x, xp, d, w_ptr, c, s, sign, eps, D, HALF, ROT, HAS_NORM), h, d, mask
+    return _norm_rope(x, xp, d, w, wp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), h, d, mask
 
 
 @triton.jit
@@ -141,8 +155,10 @@ def _qkv_post_kernel(
     D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr,
     BLOCK_HQ: tl.constexpr, BLOCK_HKV: tl.constexpr, HAS_NORM: tl.constexpr, PDL: tl.constexpr,
 ):
+    """Program (t, part): token t's q heads (part 0) or K / V (part 1, nothing for slot -1). Step inputs
+    (positions, slot_mapping: copied from the host), the cos|sin rows and the norm weights are read before
+    pdl_wait, only the qkv row after it."""
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     t = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)  # 0: the q heads; 1: the k and v heads (skipped for slot -1)
     slot = tl.load(slot_ptr + t)
@@ -160,12 +176,12 @@ def _qkv_post_kernel(
         # each branch keeps its own names: Triton needs values live across an `if` to agree in shape
         if part == 0:
             q_out, hq, dq, mq = _norm_rope_heads(
-                row, qw_ptr, c, s, sign, Hq, eps, BLOCK_HQ, D, BLOCK_D, HALF, ROT, HAS_NORM
+                row, qw_ptr, c, s, sign, Hq, eps, PDL, BLOCK_HQ, D, BLOCK_D, HALF, ROT, HAS_NORM
             )
             tl.store(q_out_ptr + t * Hq * D + hq * D + dq, q_out, mask=mq)
         else:
             k_out, hk, dk, mk = _norm_rope_heads(
-                row + Hq * D, kw_ptr, c, s, sign, Hkv, eps, BLOCK_HKV, D, BLOCK_D, HALF, ROT, HAS_NORM
+                row + Hq * D, kw_ptr, c, s, sign, Hkv, eps, PDL, BLOCK_HKV, D, BLOCK_D, HALF, ROT, HAS_NORM
             )
             v = tl.load(row + (Hq + Hkv) * D + hk * D + dk, mask=mk)
             dst = kv_ptr + slot * stride_tok + hk * D + dk

@@ -272,16 +272,19 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
 @triton.jit
 def _split_k_sum_kernel(part_ptr, b_ptr, y_ptr, M, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
                         HAS_BIAS: tl.constexpr, PDL: tl.constexpr):
-    """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]."""
+    """y[i] = sum over s = 0 .. SPLIT_K-1 (in order) of part[s, i] (+ bias), for flat i over [M, N]; the bias
+    (a weight) is read before pdl_wait."""
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < M * N
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + i % N, mask=mask, other=0.0).to(tl.float32)
+    pdl_wait(PDL)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(part_ptr + s * M * N + i, mask=mask, other=0.0)
     if HAS_BIAS:
-        acc += tl.load(b_ptr + i % N, mask=mask, other=0.0).to(tl.float32)
+        acc += bias
     tl.store(y_ptr + i, acc.to(y_ptr.dtype.element_ty), mask=mask)
 
 

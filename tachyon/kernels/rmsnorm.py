@@ -27,10 +27,11 @@ def _rmsnorm_kernel(
     N: tl.constexpr, BLOCK: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
 ):
     pdl_trigger(PDL)
-    pdl_wait(PDL)
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)  # a weight: no kernel writes it, so before the wait
+    pdl_wait(PDL)
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
     if HAS_RES:
         r = tl.load(r_ptr + row * stride_r + cols, mask=mask, other=0.0)
@@ -41,7 +42,6 @@ def _rmsnorm_kernel(
     hf = h.to(tl.float32)
     var = tl.sum(hf * hf, 0) / N
     normed = (hf * tl.rsqrt(var + eps)).to(x.dtype)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
     out = w.to(tl.float32) * normed.to(tl.float32)
     tl.store(out_ptr + row * N + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
 

@@ -203,7 +203,9 @@ def _split_reduce_kernel(
     seq_lens_ptr=None, BLOCK_N: tl.constexpr = 0, ACTIVE_ONLY: tl.constexpr = False,
 ):
     """Merge the partial softmaxes of one (sequence, query head). ACTIVE_ONLY: only the splits that hold
-    keys (the decode kernel's EARLY_EXIT leaves the others unwritten)."""
+    keys (the decode kernel's EARLY_EXIT leaves the others unwritten). The step inputs (seq_lens,
+    query_start_loc) are read before pdl_wait; after it the partials' outputs and log-sum-exps are loaded
+    together, before the weights' reductions."""
     pdl_trigger(PDL)
     b = tl.program_id(0)
     h = tl.program_id(1)
@@ -214,12 +216,12 @@ def _split_reduce_kernel(
         smask = sidx < tl.minimum(tl.cdiv(S, _split_len(S, num_splits, BLOCK_N)), num_splits)
     else:
         smask = sidx < num_splits
-    pdl_wait(PDL)
     tok = tl.load(qsl_ptr + b).to(tl.int64)
+    pdl_wait(PDL)
     row = (b * Hq + h) * num_splits + sidx
+    o = tl.load(mid_o_ptr + row[:, None] * D + d[None, :], mask=smask[:, None] & (d < D)[None, :], other=0.0)
     lse = tl.load(mid_lse_ptr + row, mask=smask, other=float("-inf"))
     w = tl.exp(lse - tl.max(lse, 0))
     w = w / tl.sum(w, 0)
-    o = tl.load(mid_o_ptr + row[:, None] * D + d[None, :], mask=smask[:, None] & (d < D)[None, :], other=0.0)
     res = tl.sum(o * w[:, None], 0)
     tl.store(out_ptr + tok * stride_ot + h * stride_oh + d, res.to(out_ptr.dtype.element_ty), mask=d < D)
