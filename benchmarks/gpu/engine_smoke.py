@@ -52,6 +52,31 @@ def run_workload(llm: LLM, name: str, limit: int | None = None) -> dict:
                 peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30)
 
 
+def pdl_check(shape: str, dtype: str = "bfloat16") -> dict:
+    """Race check of the reads above the PDL wait (kernels/_triton.py pdl_wait): greedy tokens and their
+    log-probs with PDL on (kernels overlapping their predecessors) must equal, bit for bit, those of an engine
+    built with TACHYON_PDL=0: the same kernels do the same arithmetic either way, so a kernel reading before
+    its wait something the running step writes would show as a difference. 4 seed8 prompts, one at a time
+    (batch-1 graphs) and together (B=4)."""
+    prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
+    sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True, logprobs=1)
+    runs = {}
+    for pdl in ("1", "0"):
+        os.environ["TACHYON_PDL"] = pdl
+        llm = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16)
+        outs = [o for p in prompts for o in llm.generate([p], sp, use_tqdm=False)]
+        outs += llm.generate(prompts, sp, use_tqdm=False)
+        runs[pdl] = [(list(o.outputs[0].token_ids),
+                      [lp[t].logprob for t, lp in zip(o.outputs[0].token_ids, o.outputs[0].logprobs)]) for o in outs]
+        del llm
+        gc.collect()
+        torch.cuda.empty_cache()
+    os.environ.pop("TACHYON_PDL")
+    same = [a == b for a, b in zip(runs["1"], runs["0"])]
+    return dict(shape=shape, dtype=dtype, check="pdl_on_vs_off", identical=all(same),
+                identical_batch1=same[:4], identical_batch4=same[4:])
+
+
 def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
     """Greedy tokens of the GPU engine against the torch reference path (eager) on 4 seed8 prompts, decoded
     together (B=4) or, with `single`, one request at a time (the batch-1 decode graphs)."""
@@ -93,7 +118,9 @@ def main() -> None:
     ap.add_argument("--workloads", default="bs1,seed8,nano256")
     ap.add_argument("--parity", action="store_true")
     ap.add_argument("--parity-dtypes", default="bfloat16")
-    ap.add_argument("--parity-single", action="store_true", help="parity prompts one at a time (batch-1 graphs)")
+    ap.add_argument("--parity-single", action="store_true",
+                    help="parity prompts one at a time (batch-1 graphs)")
+    ap.add_argument("--pdl-check", action="store_true", help="greedy tokens with PDL on == off, bit for bit")
     ap.add_argument("--max-num-seqs", type=int, default=512)
     ap.add_argument("--nano-limit", type=int, default=None)
     ap.add_argument("--no-overlap", action="store_true")
@@ -108,6 +135,9 @@ def main() -> None:
                                                                text=True).stdout.strip())
     results = dict(env=env, runs=[], parity=[])
     for shape in args.shapes.split(","):
+        if args.pdl_check:
+            results.setdefault("pdl_check", []).append(pdl_check(shape))
+            print(results["pdl_check"][-1], flush=True)
         if args.parity:
             for dt in args.parity_dtypes.split(","):
                 results["parity"].append(parity(shape, dt, args.parity_single))
