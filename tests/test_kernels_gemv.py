@@ -280,7 +280,8 @@ def test_gemv_pdl_policy(monkeypatch):
     multi-wave gate_up or lm_head) trigger their successor's early launch; knobs override each limit."""
     G = importlib.import_module("tachyon.kernels.gemv")
     monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
-    for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB"):
+    for k in ("TACHYON_PDL_GEMV", "TACHYON_PDL_GEMV_MAX_MB", "TACHYON_PDL_GEMV_TRIGGER_MAX_MB",
+              "TACHYON_PDL_GEMV_LAST_WAVE"):
         monkeypatch.delenv(k, raising=False)
     dev = torch.device("cpu")
     on = {"PDL": True, "launch_pdl": True, "TRIG": True}
@@ -289,6 +290,13 @@ def test_gemv_pdl_policy(monkeypatch):
     assert G._gemv_pdl(dev, 18944 * 3584 * 2) == on  # Qwen2.5-7B down
     assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == quiet  # Qwen2.5-7B gate_up
     assert G._gemv_pdl(dev, 152064 * 3584 * 2) == quiet  # Qwen2.5-7B lm_head
+    # the last-wave trigger (off by default): gate_up's 9,472 programs trigger from 9,472 - 8 * 132 on; a grid
+    # of one wave or less is left quiet; GEMVs that trigger at their start are unchanged
+    monkeypatch.setenv("TACHYON_PDL_GEMV_LAST_WAVE", "8")
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2, 9472) == on | {"TRIG_FROM": 9472 - 8 * 132}
+    assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2, 8 * 132) == quiet
+    assert G._gemv_pdl(dev, 4608 * 3584 * 2, 2304) == on
+    monkeypatch.delenv("TACHYON_PDL_GEMV_LAST_WAVE")
     monkeypatch.setenv("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", "300")
     assert G._gemv_pdl(dev, 2 * 18944 * 3584 * 2) == on
     monkeypatch.setenv("TACHYON_PDL_GEMV_MAX_MB", "100")

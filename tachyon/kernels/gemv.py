@@ -24,7 +24,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 
 # bumped whenever a kernel here changes what it computes or how fast it runs: part of the tuning key
 # (kernels/tuning.py), so remembered choices measured on older code are not reused
@@ -73,14 +73,20 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
                  HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 TRIG: tl.constexpr):
+                 TRIG: tl.constexpr, TRIG_FROM: tl.constexpr = 0):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
     (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
     pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
     finishes. PROLOGUE 1 is one pass: rmsnorm(h) . w = rsqrt(mean(h^2) + eps) * sum_k h_k nw_k w_k, so the
     sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h.
-    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early."""
-    pdl_trigger(TRIG)
+    PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early, from program
+    TRIG_FROM on when it is > 0 (the next kernel then launches once those have started and the others
+    finished: during the last wave of a multi-wave grid, _gemv_pdl)."""
+    if TRIG_FROM > 0:
+        if tl.program_id(0) >= TRIG_FROM:
+            pdl_trigger(TRIG)
+    else:
+        pdl_trigger(TRIG)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     nmask = n < N
@@ -132,7 +138,7 @@ def _mib_env(name: str, default: int) -> int:
     return int(float(os.environ.get(name) or 0) * (1 << 20)) or default
 
 
-def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
+def _gemv_pdl(device: torch.device, weight_bytes: int, programs: int = 0) -> dict:
     """PDL launch arguments of the batch-1 GEMV: PDL (launched early, waits for its predecessor) and TRIG
     (triggers its successor's early launch at its start). Default ("auto"): every GEMV launches early; one
     reading more than PDL_TRIGGER_MAX_BYTES does not trigger. On the H200, early launches cut Qwen3-0.6B's
@@ -143,7 +149,9 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     gains 0.015 ms launched early without the trigger (decode_fused_session5/): the successor's programs
     launched early sit on the SMs gate_up's later waves need. TACHYON_PDL_GEMV_MAX_MB /
     TACHYON_PDL_GEMV_TRIGGER_MAX_MB set the two limits (A/B knobs); TACHYON_PDL_GEMV = start | off: both
-    for every GEMV, or neither."""
+    for every GEMV, or neither. TACHYON_PDL_GEMV_LAST_WAVE=k (an A/B knob, off by default; not yet measured):
+    a GEMV that does not trigger at its start triggers from program `programs - k * SMs` on (TRIG_FROM), so
+    its successor launches during its last wave, when no later wave needs the SM slots."""
     args = pdl_args(device)
     mode = os.environ.get("TACHYON_PDL_GEMV", "auto")
     if not args["PDL"] or mode == "off":
@@ -151,7 +159,12 @@ def _gemv_pdl(device: torch.device, weight_bytes: int) -> dict:
     if mode == "start":
         return args | {"TRIG": True}
     on = args if weight_bytes <= _mib_env("TACHYON_PDL_GEMV_MAX_MB", 1 << 62) else {"PDL": False}
-    return on | {"TRIG": weight_bytes <= _mib_env("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", PDL_TRIGGER_MAX_BYTES)}
+    if weight_bytes <= _mib_env("TACHYON_PDL_GEMV_TRIGGER_MAX_MB", PDL_TRIGGER_MAX_BYTES):
+        return on | {"TRIG": True}
+    last = int(os.environ.get("TACHYON_PDL_GEMV_LAST_WAVE") or 0) * sm_count(device)
+    if last > 0 and programs > last:
+        return on | {"TRIG": True, "TRIG_FROM": programs - last}
+    return on | {"TRIG": False}
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
@@ -160,12 +173,13 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
     y = torch.empty(1, N, dtype=out_dtype or x.dtype, device=x.device)
-    _gemv_kernel[(triton.cdiv(N, block_n),)](
+    programs = triton.cdiv(N, block_n)
+    _gemv_kernel[(programs,)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
         norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
         PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
-        **_gemv_pdl(x.device, w.numel() * w.element_size()),
+        **_gemv_pdl(x.device, w.numel() * w.element_size(), programs),
     )
     return y
 
