@@ -34,3 +34,42 @@ def test_decode_step_feeds_from_last_tokens(tiny_llama):
     assert tokens.data_ptr() == last_tokens.data_ptr() and tokens.shape == (bs,), "tokens are last_tokens[:bs]"
     assert torch.equal(tokens, want.argmax(-1))  # padding-style rows are greedy
     assert last_tokens[bs] == 44, "rows past the batch untouched"
+
+
+def test_decode_step_writes_no_step_input_and_only_its_own_kv_slots(tiny_llama):
+    """The contract the kernels' reads above their PDL wait rely on (docs/architecture.md, kernels/_triton.py
+    pdl_wait): a decode step writes none of its step inputs (the staged buffers, query_start_loc) and, in the
+    KV cache, only the slots of its own new tokens; earlier positions hold what earlier steps wrote."""
+    model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
+    bs, block = 3, 16
+    gen = torch.Generator().manual_seed(0)
+    caches = [torch.randn(2, 4, block, spec.num_kv_heads, spec.head_dim, generator=gen)
+              for _ in range(spec.num_layers)]
+    model.bind_kv_cache(caches)
+    runner = DecodeGraphRunner(model, max_batch=4, max_model_len=64, block_size=block, vocab_size=spec.vocab_size,
+                               device=torch.device("cpu"), last_tokens=torch.tensor([11, 22, 33, 44]))
+    h = runner.staging.host()
+    runner._fill_padding(h, 0, 4)
+    h["input_ids"][:bs] = [5, 6, 7]
+    h["src"][:bs] = [-1, -1, 1]
+    h["positions"][:bs] = [4, 9, 2]  # contexts of 5, 10 and 3 keys, one block each
+    h["seq_lens"][:bs] = [5, 10, 3]
+    h["slots"][:bs] = [4, block + 9, 2 * block + 2]
+    h["block_tables"][:bs, 0] = [0, 1, 2]
+    h["temperature"][:bs] = [0.0, 0.7, 1.0]
+    h["top_p"][:bs] = [1.0, 0.9, 1.0]
+    runner._upload(4)
+    inputs = {name: t.clone() for name, t in runner.staging.device.items()}
+    qsl = runner.query_start_loc.clone()
+    before = [c.clone() for c in caches]
+    with torch.inference_mode():
+        runner._step(bs)
+    for name, t in runner.staging.device.items():
+        assert torch.equal(t, inputs[name]), f"the step wrote its input {name}"
+    assert torch.equal(runner.query_start_loc, qsl)
+    own = torch.zeros(4 * block, dtype=torch.bool)
+    own[[4, block + 9, 2 * block + 2]] = True
+    for new, old in zip(caches, before):
+        new, old = new.view(2, 4 * block, -1), old.view(2, 4 * block, -1)
+        assert torch.equal(new[:, ~own], old[:, ~own]), "the step wrote KV slots other than its own tokens'"
+        assert not torch.equal(new[:, own], old[:, own])
