@@ -56,12 +56,15 @@ def main() -> None:
     ap.add_argument("--variants", default="auto")
     ap.add_argument("--batches", default="1")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--sampling", default="greedy", help="greedy and/or top_p (temperature 0.7, top-p 0.9), "
                     "comma-separated")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
+    batches = [int(b) for b in args.batches.split(",")]
+    llm = LLM(args.shape, load_format="dummy", max_model_len=args.max_model_len, max_num_batched_tokens=8192,
+              max_num_seqs=max([8, *batches]))
     runner = llm.engine.runner
     blocks = -(-args.context // runner.block_size)
     saved: dict = {}
@@ -73,12 +76,14 @@ def main() -> None:
         os.environ.update(BASE | env)
         set_fusion(runner.model, fusion, saved)
         set_configs(runner.model, overrides, saved)
-        batches = [int(b) for b in args.batches.split(",")]
         with torch.inference_mode():
             g = runner._graph_runner()
             g.capture(batches)
             g.seq_lens.fill_(args.context)
-            g.block_tables[:, :blocks] = torch.arange(blocks, dtype=torch.int32, device=g.device)
+            # every row its own KV blocks (a large batch reads as many keys as it would in a real run)
+            rows = g.block_tables.shape[0]
+            g.block_tables[:, :blocks] = torch.arange(rows * blocks, dtype=torch.int32,
+                                                      device=g.device).view(rows, blocks)
             g.slots.fill_(-1)
             for b, mode in [(b, m) for b in batches for m in args.sampling.split(",")]:
                 g.temperature.fill_(0.7 if mode == "top_p" else 0.0)

@@ -1,0 +1,108 @@
+"""Where a batch-1 engine run leaves the GPU idle: one greedy bs1 generation (128-token prompt, 256 new tokens)
+timed per engine step (wall time and the part spent waiting for the GPU: host-bound if the wait is ~0), then
+the same run under torch.profiler, and every idle gap of the GPU between two consecutive device operations
+(kernels, copies, memsets) summed per (previous op, next op) pair. With CUDA graphs and PDL inside a step the
+gaps are the step boundaries: token copy to the host, input upload, graph launch.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/engine_gaps.py --shape qwen3-0.6b --out $OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from tachyon import LLM, SamplingParams  # noqa: E402
+
+
+def host_split(llm: LLM, prompt: list[int], sp: SamplingParams) -> dict:
+    """Median engine-step wall time and the median part of it spent waiting for the GPU."""
+    from tachyon.engine import runner as runner_mod
+
+    waits: list[float] = []
+    steps: list[float] = []
+    orig_tokens, engine = runner_mod.PendingStep.tokens, llm.engine
+    orig_step = engine.step
+
+    def timed_tokens(self):
+        t = time.perf_counter()
+        out = orig_tokens(self)
+        waits.append(time.perf_counter() - t)
+        return out
+
+    def timed_step(*a, **k):
+        t = time.perf_counter()
+        out = orig_step(*a, **k)
+        steps.append(time.perf_counter() - t)
+        return out
+
+    runner_mod.PendingStep.tokens, engine.step = timed_tokens, timed_step
+    try:
+        llm.generate([prompt], sp, use_tqdm=False)
+    finally:
+        runner_mod.PendingStep.tokens, engine.step = orig_tokens, orig_step
+    med = lambda xs: 1e3 * sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
+    return {"steps": len(steps), "step_ms_median": med(steps), "wait_ms_median": med(waits),
+            "host_ms_median": med(steps) - (med(waits) or 0.0)}
+
+
+def gaps(events: list[tuple[str, float, float]]) -> tuple[dict, float, float]:
+    """(per (prev, next) name pair: count and idle us, total idle us, span us) over events sorted by start."""
+    pairs: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    idle, prev_end, prev_name = 0.0, None, None
+    for name, start, end in events:
+        if prev_end is not None and start > prev_end:
+            key = f"{prev_name[:40]} -> {name[:40]}"
+            pairs[key][0] += 1
+            pairs[key][1] += start - prev_end
+            idle += start - prev_end
+        if prev_end is None or end >= prev_end:
+            prev_end, prev_name = end, name
+    span = events[-1][2] - events[0][1] if events else 0.0
+    return dict(sorted(pairs.items(), key=lambda kv: -kv[1][1])), idle, span
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--shape", default="qwen3-0.6b")
+    ap.add_argument("--tokens", type=int, default=256)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
+    prompt = [7] * 128
+    sp = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
+    llm.generate([prompt], sp, use_tqdm=False)
+    t0 = time.perf_counter()
+    o = llm.generate([prompt], sp, use_tqdm=False)[0]
+    wall = time.perf_counter() - t0
+    res = {"shape": args.shape, "tokens": args.tokens, "tok_s": args.tokens / wall,
+           "tpot_ms": 1e3 * (o.metrics.finished_time - o.metrics.first_token_time) / (args.tokens - 1),
+           "host": host_split(llm, prompt, sp)}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        llm.generate([prompt], sp, use_tqdm=False)
+        torch.cuda.synchronize()
+    ev = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+                 if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
+                key=lambda x: x[1])
+    pairs, idle, span = gaps(ev)
+    res.update(profiled_span_us=span, idle_us=idle, idle_us_per_token=idle / args.tokens,
+               gap_pairs={k: [int(c), round(us, 1)] for k, (c, us) in list(pairs.items())[:25]})
+    print(f"{args.shape} bs1: {res['tok_s']:.1f} tok/s, TPOT {res['tpot_ms']:.4f} ms; host {res['host']}", flush=True)
+    print(f"profiled: span {span / 1e3:.2f} ms, GPU idle {idle / 1e3:.3f} ms ({idle / args.tokens:.1f} us/token)")
+    for k, (c, us) in list(pairs.items())[:12]:
+        print(f"  {int(c):5d} x {us / max(c, 1):7.2f} us  {k}")
+    (out / f"engine_gaps_{args.shape}.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
