@@ -321,3 +321,55 @@ def test_small_gemm_pdl_policy(monkeypatch):
     assert G._small_pdl(dev, 2 * 18944 * 3584 * 2)["TRIG"]
     monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": False})
     assert G._small_pdl(dev, 1024) == {"PDL": False, "TRIG": False}
+
+
+def test_step_overrides_win_and_are_valid(tmp_path, monkeypatch):
+    """A shipped step-measured choice wins over the user cache and the per-weight entries for its key (and
+    only for its key); TACHYON_RETUNE=1 ignores it too. Every shipped override is keyed with today's
+    fingerprint, is a GEMV config (power-of-two BLOCK_N / BLOCK_K) and names committed evidence."""
+    import json
+
+    from tachyon.kernels import tuning
+
+    path = Path(tuning.__file__).parent / "tuned" / "NVIDIA_H200.json"
+    table = json.loads(path.read_text())
+    assert table["step_overrides"]
+    root = Path(__file__).resolve().parents[1]
+    for key, v in table["step_overrides"].items():
+        assert key.startswith(tuning.fingerprint(key.rsplit("|", 1)[1]) + "|"), key
+        block_n, block_k, warps, stages = v["choice"]
+        assert all(x > 0 and x & (x - 1) == 0 for x in (block_n, block_k, warps)) and stages >= 1
+        evidence = v["evidence"].split(":")[0]
+        assert (root / evidence).is_file(), evidence
+    monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning, "_USER", None)
+    key, v = next(iter(table["step_overrides"].items()))
+    tuning.remember("NVIDIA_H200", key, (4, 1024, 4, 1))  # a per-weight measurement of the same key
+    assert tuning.lookup("NVIDIA_H200", key) == (True, tuple(v["choice"]))
+    if key in table["entries"]:
+        assert table["entries"][key] != v["choice"]  # an override that changes nothing is noise
+    assert tuning.lookup("Other_GPU", key) == (False, None)
+    monkeypatch.setenv("TACHYON_RETUNE", "1")
+    assert tuning.lookup("NVIDIA_H200", key) == (False, None)
+
+
+def test_tied_lm_head_shares_the_embedding(tiny_qwen3):
+    """A tied model's lm_head is a Linear over the embedding's own parameter (no copy, listed once, not a
+    checkpoint key), so warm-up tunes it like any projection; its logits are x @ E^T."""
+    from tachyon.models.loader import load_model, resolve_model
+
+    model, spec = load_model(resolve_model(tiny_qwen3), dtype=torch.float32, device=torch.device("cpu"))
+    assert spec.tie_word_embeddings
+    assert model.lm_head.weight is model.embed_tokens.weight
+    names = [n for n, _ in model.named_parameters()]
+    assert "embed_tokens.weight" in names and "lm_head.weight" not in names
+    assert "lm_head.weight" not in model.expected_keys()
+    h = torch.randn(3, spec.hidden_size)
+    ref = h @ model.embed_tokens.weight.T
+    assert torch.equal(model.compute_logits(h), ref)
+    one = torch.nn.functional.linear(h[:1], model.embed_tokens.weight)
+    assert torch.equal(model.compute_logits(h[:1], out_dtype=torch.float64), one.double())
+    with torch.no_grad():
+        model.embed_tokens.weight[0].add_(1.0)  # one storage: the head sees the change
+    assert torch.equal(model.compute_logits(h), h @ model.embed_tokens.weight.T)
+    assert any(m is model.lm_head for m in model.modules() if isinstance(m, Linear))

@@ -6,8 +6,10 @@ Contract: `lookup(key)` returns (True, choice) for a known key — the choice ma
 (~/.cache/tachyon/kernel_tuning.json, or $TACHYON_CACHE_DIR; written atomically, best effort). A key
 names the GPU model, torch and triton versions, the candidate lists of its kind (a fingerprint:
 changing them invalidates that kind's entries), dtype, weight shape, bias, prologue and row count.
-Lookups consult the user cache, then the table shipped for the GPU model
-(tachyon/kernels/tuned/<gpu>.json, measured with the same fingerprints); TACHYON_RETUNE=1 ignores both.
+Lookups consult, in order: the shipped table's `step_overrides` (choices measured in whole decode-step
+replays, where a kernel overlaps its neighbours under PDL, which the per-weight timing cannot show; each
+names its evidence), the user cache, then the shipped `entries` (tachyon/kernels/tuned/<gpu>.json,
+measured with the same fingerprints). TACHYON_RETUNE=1 ignores all three.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 
 _USER: dict[str, object] | None = None
 _SHIPPED: dict[str, dict[str, object]] = {}
+_STEP: dict[str, dict[str, object]] = {}
 
 
 def fingerprint(kind: str = "m1") -> str:
@@ -68,20 +71,32 @@ def _user() -> dict[str, object]:
     return _USER
 
 
+def _load_shipped(tag: str) -> None:
+    path = Path(__file__).parent / "tuned" / f"{tag}.json"
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        table = {}
+    _SHIPPED[tag] = table.get("entries", {})
+    _STEP[tag] = {k: v["choice"] for k, v in table.get("step_overrides", {}).items()}
+
+
 def _shipped(tag: str) -> dict[str, object]:
     if tag not in _SHIPPED:
-        path = Path(__file__).parent / "tuned" / f"{tag}.json"
-        try:
-            _SHIPPED[tag] = json.loads(path.read_text()).get("entries", {})
-        except (OSError, ValueError):
-            _SHIPPED[tag] = {}
+        _load_shipped(tag)
     return _SHIPPED[tag]
+
+
+def _step_overrides(tag: str) -> dict[str, object]:
+    if tag not in _STEP:
+        _load_shipped(tag)
+    return _STEP[tag]
 
 
 def lookup(tag: str, key: str) -> tuple[bool, tuple | None]:
     if os.environ.get("TACHYON_RETUNE", "0") == "1":
         return False, None
-    for table in (_user().get(tag, {}), _shipped(tag)):
+    for table in (_step_overrides(tag), _user().get(tag, {}), _shipped(tag)):
         if key in table:
             v = table[key]
             return True, (tuple(v) if v is not None else None)

@@ -133,7 +133,13 @@ class DecoderForCausalLM(nn.Module):
         self.rotary = RotaryEmbedding(spec.head_dim, spec.max_position_embeddings, spec.rope_theta, spec.rope_scaling)
         self.layers = nn.ModuleList(DecoderLayer(spec, self.rotary, self.prefetcher) for _ in range(spec.num_layers))
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
-        self.lm_head = None if spec.tie_word_embeddings else Linear(spec.hidden_size, spec.vocab_size)
+        # tied: the output projection is a Linear sharing the embedding's parameter (not a copy), so warm-up
+        # tunes its batch-1 / small-batch kernels like any projection; named_parameters lists it once, as
+        # embed_tokens.weight (registered first)
+        self.tied = spec.tie_word_embeddings
+        self.lm_head = Linear(spec.hidden_size, spec.vocab_size)
+        if self.tied:
+            self.lm_head.weight = self.embed_tokens.weight
 
     def bind_kv_cache(self, kv_caches: list[torch.Tensor]) -> None:
         """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them.
@@ -158,12 +164,9 @@ class DecoderForCausalLM(nn.Module):
         return x
 
     def compute_logits(self, hidden: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-        """Logits [T, V] in out_dtype (default the model's): an untied lm_head is a Linear (batch-1 /
-        small-batch kernels where tuning chose them, which write out_dtype directly)."""
-        if self.lm_head is not None:
-            return self.lm_head(hidden, out_dtype=out_dtype)
-        y = torch.nn.functional.linear(hidden, self.embed_tokens.weight)
-        return y if out_dtype is None else y.to(out_dtype)
+        """Logits [T, V] in out_dtype (default the model's), through lm_head (tied or not): batch-1 /
+        small-batch kernels where tuning chose them, which write out_dtype directly."""
+        return self.lm_head(hidden, out_dtype=out_dtype)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         """Load HF-named tensors; returns the keys filled (`name#shard` for fused parameters)."""
@@ -174,7 +177,7 @@ class DecoderForCausalLM(nn.Module):
                 continue
             if name.startswith("model."):
                 name = name[len("model."):]
-            if name == "lm_head.weight" and self.lm_head is None:
+            if name == "lm_head.weight" and self.tied:
                 continue  # tied: the embedding is the output projection
             shard = None
             for frag, (fused, shard_name) in self._FUSED.items():
@@ -200,6 +203,8 @@ class DecoderForCausalLM(nn.Module):
         for mod_name, mod in self.named_modules():
             for pname, _ in mod.named_parameters(recurse=False):
                 full = f"{mod_name}.{pname}" if mod_name else pname
+                if self.tied and full == "lm_head.weight":
+                    continue  # the embedding, loaded under its own name
                 if isinstance(mod, MergedLinear):
                     keys.update(f"{full}#{shard}" for shard in mod.offsets)
                 else:
