@@ -373,3 +373,85 @@ def test_tied_lm_head_shares_the_embedding(tiny_qwen3):
         model.embed_tokens.weight[0].add_(1.0)  # one storage: the head sees the change
     assert torch.equal(model.compute_logits(h), h @ model.embed_tokens.weight.T)
     assert any(m is model.lm_head for m in model.modules() if isinstance(m, Linear))
+
+
+@needs_triton
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+@pytest.mark.parametrize("inter,K,bias", [(24, 300, False), (33, 96, True), (5, 1024, False)])
+def test_gemv_glu_matches_reference(config, inter, K, bias):
+    """The gate|up GEMV with SiLU-and-mul in its epilogue against silu_and_mul(linear(x, w)) (fp32): every
+    activation written (rows past a program's end clamped, dropped at the store), bias on both halves."""
+    from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
+
+    g = torch.Generator().manual_seed(inter * K)
+    x = torch.randn(1, K, generator=g)
+    w = torch.randn(2 * inter, K, generator=g)
+    b = torch.randn(2 * inter, generator=g) if bias else None
+    out = gemv_glu_triton(*on_dev(x, w, b), config).cpu()
+    ref = gemv_glu_ref(x, w, b)
+    assert out.shape == (1, inter) and not torch.isnan(out).any()
+    assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@needs_triton
+def test_gemv_glu_bf16_rounds_like_the_pair():
+    """bf16: within the interpreter's cast tolerance of the reference, and of the unfused Triton pair."""
+    from tachyon.kernels.activation import silu_and_mul_triton
+    from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 512, generator=g).bfloat16()
+    w = (torch.randn(2 * 40, 512, generator=g) / 8).bfloat16()
+    out = gemv_glu_triton(*on_dev(x, w), None, CONFIGS[1]).float().cpu()
+    ref = gemv_glu_ref(x.float(), w.float())
+    pair = silu_and_mul_triton(gemv_triton(*on_dev(x, w), None, CONFIGS[1])).float().cpu()
+    assert ((out - ref).norm() / ref.norm()).item() <= BF16_INTERP_TOL
+    assert ((out - pair).norm() / pair.norm()).item() <= BF16_INTERP_TOL
+
+
+def test_glu_wiring_keeps_model_output(tiny_qwen3):
+    """With every gate|up layer given an epilogue config (reference kernels on CPU), the batch-1 model output
+    is bit-identical: the norm runs standalone, the activation comes from gemv_glu, down runs plain."""
+    from tachyon.engine.batch import AttentionMetadata
+    from tachyon.models.loader import load_model, resolve_model
+
+    model, spec = load_model(resolve_model(tiny_qwen3), dtype=torch.float32, device=torch.device("cpu"))
+    ups = [m for m in model.modules() if isinstance(m, Linear) and m.epilogue == "silu"]
+    assert len(ups) == spec.num_layers
+    cache = [torch.zeros(2, 4, 16, spec.num_kv_heads, spec.head_dim) for _ in range(spec.num_layers)]
+    model.bind_kv_cache(cache)
+    meta = AttentionMetadata(torch.tensor([0, 1], dtype=torch.int32), torch.tensor([1], dtype=torch.int32),
+                             torch.tensor([0]), torch.zeros(1, 4, dtype=torch.int32), 1, 1, False)
+    ids, pos = torch.tensor([5]), torch.tensor([0])
+    calls = []
+    real = kernels.gemv_glu
+    with torch.inference_mode():
+        base = model(ids, pos, meta)
+        for m in ups:
+            m.epilogue_config = CONFIGS[0]
+        kernels.gemv_glu = lambda *a: calls.append(1) or real(*a)
+        try:
+            glu = model(ids, pos, meta)
+        finally:
+            kernels.gemv_glu = real
+    assert len(calls) == spec.num_layers and torch.equal(base, glu)
+
+
+def test_tune_gemv_decides_the_glu_epilogue(tmp_path, monkeypatch):
+    from tachyon.kernels import tuning
+
+    monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning, "_USER", None)
+    monkeypatch.setattr(tuning, "device_tag", lambda dev: "Fake_GPU")
+    seen = []
+    monkeypatch.setattr(kernels, "pick_gemv_config", lambda w, b: CONFIGS[1])
+    monkeypatch.setattr(kernels, "pick_small_config", lambda w, b, m: None)
+    monkeypatch.setattr(kernels, "pick_glu_config", lambda w, b, plain: seen.append(plain) or CONFIGS[3])
+    model = torch.nn.Sequential(Linear(64, 32), Linear(64, 32), Linear(64, 16))
+    model[0].epilogue = model[1].epilogue = "silu"
+    for lin in model:
+        lin.weight = torch.nn.Parameter(lin.weight.data.as_subclass(_FakeCuda), requires_grad=False)
+    chosen = tune_gemv(model)
+    assert seen == [CONFIGS[1]]  # timed once per shape, against the chosen plain GEMV
+    assert [m.epilogue_config for m in model] == [CONFIGS[3], CONFIGS[3], None]
+    assert chosen["32x64@m1+glu"] == CONFIGS[3]

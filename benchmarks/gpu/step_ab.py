@@ -50,7 +50,8 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
     """(environment, fusion override, config overrides) of VARIANTS[name], or of a composite of parts
     joined by "+": knob=value (short names in KNOBS), or <kind>.<layer>=<config> overriding the warm-up's
     choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows, fused: batch 1 with
-    the layer's prologue op in the GEMV; config colon-separated ints, or "cublas" / for fused "none"), or
+    the layer's prologue op in the GEMV, glu: batch 1 gate|up with the activation in its epilogue; config
+    colon-separated ints, or "cublas" / for fused and glu "none"), or
     races=<R> (the sampler's FAST_RACES), e.g.
     "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
     if name in VARIANTS:
@@ -63,7 +64,7 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
                 overrides[("sampler", "FAST_RACES")] = int(val)
             elif "." in key:
                 kind, layer = key.split(".")
-                assert kind in ("gemv", "small", "fused")
+                assert kind in ("gemv", "small", "fused", "glu")
                 overrides[(kind, layer)] = None if val in ("cublas", "none") else tuple(int(v) for v in val.split(":"))
             else:
                 env[KNOBS[key]] = val
@@ -90,6 +91,8 @@ def set_configs(model: torch.nn.Module, overrides: dict, saved: dict) -> None:
             m.small_config = overrides.get(("small", attr), small)
             if ("fused", attr) in overrides:  # otherwise set_fusion (called first) decides
                 m.fused_config = overrides[("fused", attr)]
+            glu = saved.setdefault(("glu", id(m)), m.epilogue_config)
+            m.epilogue_config = overrides.get(("glu", attr), glu)
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:

@@ -26,8 +26,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemv", "prefetch", "rmsnorm", "rotary",
-           "sampling", "split_kv", "store_kv")
+MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemv", "gemv_glu", "prefetch",
+           "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
 RESULTS: list[tuple[str, bool, str]] = []
 
@@ -91,6 +91,7 @@ class _Compile:
 def launch_all() -> None:
     K = importlib.import_module("tachyon.kernels")
     G = importlib.import_module("tachyon.kernels.gemv")
+    GLU = importlib.import_module("tachyon.kernels.gemv_glu")
     meta = "meta"
 
     def t(dtype, *shape):
@@ -113,6 +114,7 @@ def launch_all() -> None:
             G.gemv_triton(t(dt, 1, 3584), t(dt, 4608, 3584), t(dt, 4608), cfg)
             G.rmsnorm_gemv_triton(t(dt, 1, 3584), t(dt, 1, 3584), t(dt, 3584), 1e-6, t(dt, 4608, 3584), None, cfg)
             G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
+            GLU.gemv_glu_triton(t(dt, 1, 1024), t(dt, 2 * 3072, 1024), None, cfg)
         for cfg in G.SMALL_CONFIGS:
             G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)

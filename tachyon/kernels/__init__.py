@@ -22,7 +22,8 @@ from tachyon.kernels.gemv import (
     silu_gemv_ref,
     silu_gemv_triton,
 )
-from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_small_config
+from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
+from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_glu_config, pick_small_config
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
@@ -179,6 +180,12 @@ def silu_gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
     return (silu_gemv_triton if use_triton(x) else silu_gemv_ref)(x, w, bias, config)
 
 
+def gemv_glu(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
+             config: tuple[int, int, int, int]) -> torch.Tensor:
+    """Batch 1: silu_and_mul(linear(x, w, bias)) of a stacked gate|up weight in one Triton kernel on CUDA."""
+    return (gemv_glu_triton if use_triton(x) else gemv_glu_ref)(x, w, bias, config)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -237,6 +244,10 @@ __all__ = [
     "silu_gemv",
     "silu_gemv_ref",
     "silu_gemv_triton",
+    "gemv_glu",
+    "gemv_glu_ref",
+    "gemv_glu_triton",
+    "pick_glu_config",
     "sample",
     "l2_prefetch",
     "l2_prefetch_ref",

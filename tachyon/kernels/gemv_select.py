@@ -129,3 +129,26 @@ def pick_fused_config(w: torch.Tensor, bias: torch.Tensor | None, prologue: str,
                      lambda wi, cfg: silu_gemv_triton(x, wi, bias, cfg), l2_bytes, configs)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None
+
+
+def pick_glu_config(w: torch.Tensor, bias: torch.Tensor | None, plain: GemvConfig | None,
+                    l2_bytes: int = 160 << 20) -> GemvConfig | None:
+    """CUDA only: the fastest correct config of the gate|up GEMV with its SiLU-and-mul epilogue (gemv_glu.py)
+    if it beats the pair the engine would otherwise run (the GEMV with `plain` or cuBLAS, then the
+    activation kernel) by 3%; else None."""
+    if not (HAS_TRITON and w.is_cuda and w.dim() == 2 and w.stride(-1) == 1 and w.shape[0] % 2 == 0):
+        return None
+    try:
+        from tachyon.kernels.activation import silu_and_mul_triton
+        from tachyon.kernels.gemv_glu import gemv_glu_triton
+
+        x = torch.randn(1, w.shape[1], device=w.device, dtype=w.dtype)
+
+        def pair(wi):
+            y = gemv_triton(x, wi, bias, plain) if plain is not None else F.linear(x, wi, bias)
+            return silu_and_mul_triton(y)
+
+        configs = tuple(dict.fromkeys(((plain,) if plain is not None else ()) + CONFIGS))
+        return _pick(w, pair, lambda wi, cfg: gemv_glu_triton(x, wi, bias, cfg), l2_bytes, configs)
+    except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
+        return None

@@ -40,6 +40,10 @@ class Linear(nn.Module):
         # tune_gemv sets fused_config where that op fused into the GEMV prologue beats the pair
         self.prologue: str | None = None
         self.fused_config: tuple[int, int, int, int] | None = None
+        # "silu" on a stacked gate|up projection (set by the model): tune_gemv sets epilogue_config where the
+        # batch-1 GEMV with SiLU-and-mul in its epilogue (kernels.gemv_glu) beats the GEMV + activation pair
+        self.epilogue: str | None = None
+        self.epilogue_config: tuple[int, int, int, int] | None = None
 
     def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
@@ -141,7 +145,9 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1
     inside CUDA graphs and keep the kernel only where it is correct and faster; the same for the skinny
     GEMM at SMALL_M rows; then, for layers with a prologue op, the fused kernel against that op + the
-    chosen GEMV. Decisions already known for this GPU model (kernels.tuning) are reused untimed.
+    chosen GEMV, and for a gate|up layer (epilogue "silu") the GEMV with the activation in its epilogue
+    against the GEMV + activation kernel. Decisions already known for this GPU model (kernels.tuning) are
+    reused untimed.
     Returns {"NxK[+bias]@kind": config or None}."""
     from tachyon.kernels import tuning
 
@@ -172,6 +178,10 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
                 return kernels.pick_fused_config(m.weight, m.bias, m.prologue, m.gemv_config, norm_w=norm_w)
 
             mod.fused_config = decide(mod, f"m1+{mod.prologue}", pick_fused)
+        mod.epilogue_config = None
+        if mod.epilogue == "silu":
+            mod.epilogue_config = decide(mod, "m1+glu", lambda m=mod: kernels.pick_glu_config(m.weight, m.bias,
+                                                                                               m.gemv_config))
     return chosen
 
 

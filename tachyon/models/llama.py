@@ -101,6 +101,7 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(spec)
         self.self_attn.qkv_proj.prologue = "rmsnorm"
         self.mlp.gate_up_proj.prologue = "rmsnorm"
+        self.mlp.gate_up_proj.epilogue = "silu"
 
     def forward(self, positions, x, residual, meta):
         qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
@@ -108,7 +109,13 @@ class DecoderLayer(nn.Module):
             self.prefetcher.after_qkv([self.self_attn.o_proj.weight, self.mlp.gate_up_proj.weight,
                                        self.mlp.down_proj.weight])
         h = self.self_attn(positions, qkv, meta)
-        gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h, residual)
+        gu = self.mlp.gate_up_proj
+        if gu.epilogue_config is not None and h.shape[0] == 1 and h.is_contiguous():
+            # batch 1, where tuning chose it: the activation in the gate|up GEMV's epilogue (no activation
+            # kernel; the down projection then runs plain, whatever its prologue choice)
+            hn, residual = self.post_attention_layernorm(h, residual)
+            return self.mlp.down_proj(kernels.gemv_glu(hn, gu.weight, gu.bias, gu.epilogue_config)), residual
+        gate_up, residual = norm_linear(self.post_attention_layernorm, gu, h, residual)
         return self.mlp(gate_up), residual
 
 
