@@ -4,13 +4,17 @@ the same run under torch.profiler, and every idle gap of the GPU between two con
 (kernels, copies, memsets) summed per (previous op, next op) pair. With CUDA graphs and PDL inside a step the
 gaps are the step boundaries: token copy to the host, input upload, graph launch.
 
-Usage (GPU machine, repo root): python3 benchmarks/gpu/engine_gaps.py --shape qwen3-0.6b --out $OUT
+With --variants (step_ab.py's syntax) the engine's decode graphs are re-captured under each variant and the run is
+timed again, so an engine-level A/B needs one engine.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/engine_gaps.py --shape qwen3-0.6b --out $OUT [--variants ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -70,37 +74,64 @@ def gaps(events: list[tuple[str, float, float]]) -> tuple[dict, float, float]:
     return dict(sorted(pairs.items(), key=lambda kv: -kv[1][1])), idle, span
 
 
+def recapture(llm: LLM, name: str, saved: dict) -> None:
+    """Apply step_ab variant `name` (knobs, fusion and config overrides) and re-capture the engine's decode graphs."""
+    from benchmarks.gpu.step_ab import BASE, KNOBS, set_configs, set_fusion, variant
+
+    env, fusion, overrides = variant(name)
+    for knob in KNOBS.values():
+        os.environ.pop(knob, None)
+    os.environ.update(BASE | env)
+    runner = llm.engine.runner
+    set_fusion(runner.model, fusion, saved)
+    set_configs(runner.model, overrides, saved)
+    with torch.inference_mode():
+        runner.graphs.release()
+        runner.graphs = runner._graph_runner()
+        runner.graphs.capture()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
     ap.add_argument("--shape", default="qwen3-0.6b")
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--variants", default="", help="step_ab.py variants, each re-capturing the decode graphs and "
+                                                 "timing the run again (the first run is the warm-up's choices)")
+    ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
     prompt = [7] * 128
     sp = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
-    llm.generate([prompt], sp, use_tqdm=False)
-    t0 = time.perf_counter()
-    o = llm.generate([prompt], sp, use_tqdm=False)[0]
-    wall = time.perf_counter() - t0
-    res = {"shape": args.shape, "tokens": args.tokens, "tok_s": args.tokens / wall,
-           "tpot_ms": 1e3 * (o.metrics.finished_time - o.metrics.first_token_time) / (args.tokens - 1),
-           "host": host_split(llm, prompt, sp)}
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    res: dict = {"shape": args.shape, "tokens": args.tokens, "variants": {}}
+    saved: dict = {}
+    for name in ["engine"] + [v for v in args.variants.split(",") if v]:
+        if name != "engine":
+            recapture(llm, name, saved)
         llm.generate([prompt], sp, use_tqdm=False)
-        torch.cuda.synchronize()
-    ev = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-                 if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
-                key=lambda x: x[1])
-    pairs, idle, span = gaps(ev)
-    res.update(profiled_span_us=span, idle_us=idle, idle_us_per_token=idle / args.tokens,
-               gap_pairs={k: [int(c), round(us, 1)] for k, (c, us) in list(pairs.items())[:25]})
-    print(f"{args.shape} bs1: {res['tok_s']:.1f} tok/s, TPOT {res['tpot_ms']:.4f} ms; host {res['host']}", flush=True)
-    print(f"profiled: span {span / 1e3:.2f} ms, GPU idle {idle / 1e3:.3f} ms ({idle / args.tokens:.1f} us/token)")
-    for k, (c, us) in list(pairs.items())[:12]:
-        print(f"  {int(c):5d} x {us / max(c, 1):7.2f} us  {k}")
+        t0 = time.perf_counter()
+        o = llm.generate([prompt], sp, use_tqdm=False)[0]
+        wall = time.perf_counter() - t0
+        r = {"tok_s": args.tokens / wall,
+             "tpot_ms": 1e3 * (o.metrics.finished_time - o.metrics.first_token_time) / (args.tokens - 1),
+             "host": host_split(llm, prompt, sp)}
+        res["variants"][name] = r
+        print(f"{args.shape} {name}: {r['tok_s']:.1f} tok/s, TPOT {r['tpot_ms']:.4f} ms; host {r['host']}", flush=True)
+    if not args.no_profile:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            llm.generate([prompt], sp, use_tqdm=False)
+            torch.cuda.synchronize()
+        ev = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+                     if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
+                    key=lambda x: x[1])
+        pairs, idle, span = gaps(ev)
+        res.update(profiled_span_us=span, idle_us=idle, idle_us_per_token=idle / args.tokens,
+                   gap_pairs={k: [int(c), round(us, 1)] for k, (c, us) in list(pairs.items())[:25]})
+        print(f"profiled: span {span / 1e3:.2f} ms, GPU idle {idle / 1e3:.3f} ms ({idle / args.tokens:.1f} us/token)")
+        for k, (c, us) in list(pairs.items())[:12]:
+            print(f"  {int(c):5d} x {us / max(c, 1):7.2f} us  {k}")
     (out / f"engine_gaps_{args.shape}.json").write_text(json.dumps(res, indent=1))
 
 

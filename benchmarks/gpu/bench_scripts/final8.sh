@@ -6,10 +6,11 @@
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
 f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }
-R=/tmp/final8_$1
+PART=$1
+R=/tmp/final8_$PART
 mkdir -p $R/offline $R/smoke
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-if [ "$1" = a ]; then
+if [ "$PART" = a ]; then
   for run in "qwen2.5-7b bs1 150" "qwen3-0.6b bs1 90" "qwen2.5-7b seed8 150"; do
     set -- $run
     timeout $3 $B bench offline --backend hf,tachyon --model $1 --dummy --workload $2 --output $R/offline/$2_$1.json \
@@ -26,4 +27,4 @@ else
   timeout 150 python3 -m pytest -q tests/test_kernels_gemv.py tests/test_kernels_embedding.py 2>&1 | tail -2 \
     | tee $R/gpu_tests.txt
 fi
-tar czf $OUT/final8_$1.tgz -C $R .
+tar czf $OUT/final8_$PART.tgz -C $R .
