@@ -337,18 +337,20 @@ def test_step_overrides_win_and_are_valid(tmp_path, monkeypatch):
     root = Path(__file__).resolve().parents[1]
     for key, v in table["step_overrides"].items():
         assert key.startswith(tuning.fingerprint(key.rsplit("|", 1)[1]) + "|"), key
-        block_n, block_k, warps, stages = v["choice"]
-        assert all(x > 0 and x & (x - 1) == 0 for x in (block_n, block_k, warps)) and stages >= 1
+        if v["choice"] is not None:  # None: keep cuBLAS / the unfused pair
+            block_n, block_k, warps, stages = v["choice"]
+            assert all(x > 0 and x & (x - 1) == 0 for x in (block_n, block_k, warps)) and stages >= 1
         evidence = v["evidence"].split(":")[0]
         assert (root / evidence).is_file(), evidence
     monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tuning, "_USER", None)
-    key, v = next(iter(table["step_overrides"].items()))
-    tuning.remember("NVIDIA_H200", key, (4, 1024, 4, 1))  # a per-weight measurement of the same key
-    assert tuning.lookup("NVIDIA_H200", key) == (True, tuple(v["choice"]))
-    if key in table["entries"]:
-        assert table["entries"][key] != v["choice"]  # an override that changes nothing is noise
-    assert tuning.lookup("Other_GPU", key) == (False, None)
+    for key, v in table["step_overrides"].items():
+        tuning.remember("NVIDIA_H200", key, (4, 1024, 4, 1))  # a per-weight measurement of the same key
+        want = tuple(v["choice"]) if v["choice"] is not None else None
+        assert tuning.lookup("NVIDIA_H200", key) == (True, want)
+        if key in table["entries"]:
+            assert table["entries"][key] != v["choice"]  # an override that changes nothing is noise
+        assert tuning.lookup("Other_GPU", key) == (False, None)
     monkeypatch.setenv("TACHYON_RETUNE", "1")
     assert tuning.lookup("NVIDIA_H200", key) == (False, None)
 
