@@ -163,6 +163,28 @@ def test_attention_decode_tile_knob(poison, monkeypatch, tile):
 
 
 @needs_triton
+@pytest.mark.parametrize("tile,align", [("32:4:1", "8"), ("32:4:1", "48"), ("16:2:1", "16")])
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_attention_decode_split_align_knob(poison, monkeypatch, tile, align, early_tile):
+    """TACHYON_DECODE_SPLIT_ALIGN sets the split-length granularity apart from the key tile: splits ending
+    inside a tile (align 8 or 48 with 32-key tiles) mask the keys past their end, every key is attended
+    exactly once, with the early exit and the merge kernel reading only the splits that hold keys; a
+    malformed value names the knob."""
+    monkeypatch.setenv("TACHYON_DECODE_TILE", tile)
+    monkeypatch.setenv("TACHYON_DECODE_SPLIT_ALIGN", align)
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", early_tile)
+    dtype = DTYPES[-1]
+    gen = torch.Generator().manual_seed(7)
+    q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, dtype, gen)
+    ref = K.attention_ref(q, cache, **meta)
+    for m in (meta, dict(meta, max_seq_len=4096)):
+        close(K.attention_triton(q, cache, **m, out=torch.full_like(q, NAN)), ref, dtype)
+    monkeypatch.setenv("TACHYON_DECODE_SPLIT_ALIGN", "0")
+    with pytest.raises(ValueError, match="TACHYON_DECODE_SPLIT_ALIGN"):
+        K.attention_triton(q, cache, **meta)
+
+
+@needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("Hq,Hkv,D,block_size", [(4, 2, 64, 16), (6, 3, 32, 8), (14, 2, 32, 16)])
 def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):

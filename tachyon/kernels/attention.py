@@ -143,7 +143,7 @@ def _decode_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
-    EARLY_TILE: tl.constexpr = False,
+    EARLY_TILE: tl.constexpr = False, SPLIT_ALIGN: tl.constexpr = 0,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
 
@@ -155,7 +155,9 @@ def _decode_kernel(
     program whose split is empty returns before pdl_wait, writing nothing (seq_lens is a step input no
     kernel writes, so it may be read first), and the merge reads only the splits that hold keys.
     EARLY_TILE (SPLIT only): the split's first key tile, but for the step's own key S - 1, is loaded before
-    pdl_wait (decode_early_tile)."""
+    pdl_wait (decode_early_tile). SPLIT_ALIGN (> 0): split lengths are multiples of it instead of BLOCK_N (a
+    split may then end inside a tile, whose keys past the split are masked; decode_split_align)."""
+    ALIGN: tl.constexpr = SPLIT_ALIGN if SPLIT_ALIGN > 0 else BLOCK_N
     pdl_trigger(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
@@ -164,7 +166,7 @@ def _decode_kernel(
     # read before pdl_wait
     S = tl.load(seq_lens_ptr + b)
     if EARLY_EXIT:
-        if sp * _split_len(S, num_splits, BLOCK_N) >= S:
+        if sp * _split_len(S, num_splits, ALIGN) >= S:
             return
     tok = tl.load(qsl_ptr + b).to(tl.int64)
     g = tl.arange(0, BLOCK_G)
@@ -185,7 +187,7 @@ def _decode_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
         # this sequence's own split length: every split of a long context works
-        split_len = _split_len(S, num_splits, BLOCK_N)
+        split_len = _split_len(S, num_splits, ALIGN)
         start = sp * split_len
         end = tl.minimum(start + split_len, S)
         if EARLY_TILE:
@@ -313,6 +315,18 @@ def decode_early_tile(dtype: torch.dtype) -> bool:
     return env == "1" if env in ("0", "1") else dtype != torch.float32
 
 
+def decode_split_align(block_n: int) -> int:
+    """Keys that the dedicated decode kernel's split lengths are multiples of: BLOCK_N by default;
+    TACHYON_DECODE_SPLIT_ALIGN=n (an A/B knob, read per launch: a CUDA graph keeps what was in force at
+    capture) makes a short context spread over more splits without shrinking the key tile."""
+    env = os.environ.get("TACHYON_DECODE_SPLIT_ALIGN", "")
+    if not env:
+        return block_n
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"TACHYON_DECODE_SPLIT_ALIGN must be a positive number of keys, got {env!r}")
+    return int(env)
+
+
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
     `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
@@ -362,14 +376,15 @@ def attention_triton(
     if max_query_len == 1:
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
         cfg = decode_config(cfg_key, plan.splits > 1)
+        align = decode_split_align(cfg["BLOCK_N"])
         _decode_kernel[(B, Hkv, plan.splits)](
             q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
-            EARLY_TILE=plan.splits > 1 and decode_early_tile(kv_cache.dtype),
+            EARLY_TILE=plan.splits > 1 and decode_early_tile(kv_cache.dtype), SPLIT_ALIGN=align,
         )
-        plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
+        plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out
     cfg = PREFILL_CONFIG[cfg_key]
     BLOCK_G = next_pow2(G)
