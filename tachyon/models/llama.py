@@ -144,9 +144,12 @@ class DecoderForCausalLM(nn.Module):
         # tunes its batch-1 / small-batch kernels like any projection; named_parameters lists it once, as
         # embed_tokens.weight (registered first)
         self.tied = spec.tie_word_embeddings
-        self.lm_head = Linear(spec.hidden_size, spec.vocab_size)
         if self.tied:
+            with torch.device("meta"):  # no throwaway [vocab, hidden] allocation before the weight is replaced
+                self.lm_head = Linear(spec.hidden_size, spec.vocab_size)
             self.lm_head.weight = self.embed_tokens.weight
+        else:
+            self.lm_head = Linear(spec.hidden_size, spec.vocab_size)
 
     def bind_kv_cache(self, kv_caches: list[torch.Tensor]) -> None:
         """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them.
