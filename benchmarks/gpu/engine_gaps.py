@@ -24,38 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import timed_generate  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
-
-
-def host_split(llm: LLM, prompt: list[int], sp: SamplingParams) -> dict:
-    """Median engine-step wall time and the median part of it spent waiting for the GPU."""
-    from tachyon.engine import runner as runner_mod
-
-    waits: list[float] = []
-    steps: list[float] = []
-    orig_tokens, engine = runner_mod.PendingStep.tokens, llm.engine
-    orig_step = engine.step
-
-    def timed_tokens(self):
-        t = time.perf_counter()
-        out = orig_tokens(self)
-        waits.append(time.perf_counter() - t)
-        return out
-
-    def timed_step(*a, **k):
-        t = time.perf_counter()
-        out = orig_step(*a, **k)
-        steps.append(time.perf_counter() - t)
-        return out
-
-    runner_mod.PendingStep.tokens, engine.step = timed_tokens, timed_step
-    try:
-        llm.generate([prompt], sp, use_tqdm=False)
-    finally:
-        runner_mod.PendingStep.tokens, engine.step = orig_tokens, orig_step
-    med = lambda xs: 1e3 * sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
-    return {"steps": len(steps), "step_ms_median": med(steps), "wait_ms_median": med(waits),
-            "host_ms_median": med(steps) - (med(waits) or 0.0)}
 
 
 def gaps(events: list[tuple[str, float, float]]) -> tuple[dict, float, float]:
@@ -116,7 +86,7 @@ def main() -> None:
         wall = time.perf_counter() - t0
         r = {"tok_s": args.tokens / wall,
              "tpot_ms": 1e3 * (o.metrics.finished_time - o.metrics.first_token_time) / (args.tokens - 1),
-             "host": host_split(llm, prompt, sp)}
+             "host": timed_generate(llm, [prompt], sp)}
         res["variants"][name] = r
         print(f"{args.shape} {name}: {r['tok_s']:.1f} tok/s, TPOT {r['tpot_ms']:.4f} ms; host {r['host']}", flush=True)
     if not args.no_profile:

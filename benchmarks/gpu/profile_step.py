@@ -45,23 +45,21 @@ def _eager_kernels(graphs, bs: int, steps: int = 3) -> tuple[list[dict], int]:
     return rows, sum(e.count for e in ev) // steps
 
 
-def engine_loop(llm: LLM) -> dict:
-    """seed8-shaped decode loop (8 prompts, temperature 0.7, top-p 0.9): per engine step the wall time and
-    the part spent waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck."""
+def timed_generate(llm: LLM, prompts: list, params) -> dict:
+    """One llm.generate(prompts, params) with every engine step timed: the step's wall time and the part spent
+    waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck. Medians in ms."""
     from tachyon.engine import runner as runner_mod
 
     waits: list[float] = []
-    orig = runner_mod.PendingStep.tokens
+    steps: list[float] = []
+    orig_tokens, engine = runner_mod.PendingStep.tokens, llm.engine
+    orig_step = engine.step
 
-    def timed(self):
+    def timed_tokens(self):
         t = time.perf_counter()
-        out = orig(self)
+        out = orig_tokens(self)
         waits.append(time.perf_counter() - t)
         return out
-
-    engine = llm.engine
-    steps: list[float] = []
-    orig_step = engine.step
 
     def timed_step(*a, **k):
         t = time.perf_counter()
@@ -69,22 +67,25 @@ def engine_loop(llm: LLM) -> dict:
         steps.append(time.perf_counter() - t)
         return out
 
-    prompts = [[11 + i] * (15 + 3 * i) for i in range(8)]
-    params = [SamplingParams(temperature=0.7, top_p=0.9, seed=i, max_tokens=128, ignore_eos=True) for i in range(8)]
-    llm.generate(prompts, params, use_tqdm=False)
-    runner_mod.PendingStep.tokens = timed
-    engine.step = timed_step
+    runner_mod.PendingStep.tokens, engine.step = timed_tokens, timed_step
     try:
         t0 = time.perf_counter()
         llm.generate(prompts, params, use_tqdm=False)
         wall = time.perf_counter() - t0
     finally:
-        runner_mod.PendingStep.tokens = orig
-        engine.step = orig_step
-    mid = sorted(steps)[len(steps) // 2]
-    return dict(steps=len(steps), wall_s=wall, step_ms_median=1e3 * mid,
-                wait_ms_median=1e3 * sorted(waits)[len(waits) // 2] if waits else None,
-                host_ms_median=1e3 * (mid - (sorted(waits)[len(waits) // 2] if waits else 0.0)))
+        runner_mod.PendingStep.tokens, engine.step = orig_tokens, orig_step
+    step_ms = 1e3 * sorted(steps)[len(steps) // 2]
+    wait_ms = 1e3 * sorted(waits)[len(waits) // 2] if waits else None
+    return dict(steps=len(steps), wall_s=wall, step_ms_median=step_ms, wait_ms_median=wait_ms,
+                host_ms_median=step_ms - (wait_ms or 0.0))
+
+
+def engine_loop(llm: LLM) -> dict:
+    """seed8-shaped decode loop (8 prompts, temperature 0.7, top-p 0.9), after one warm-up run: timed_generate."""
+    prompts = [[11 + i] * (15 + 3 * i) for i in range(8)]
+    params = [SamplingParams(temperature=0.7, top_p=0.9, seed=i, max_tokens=128, ignore_eos=True) for i in range(8)]
+    llm.generate(prompts, params, use_tqdm=False)
+    return timed_generate(llm, prompts, params)
 
 
 def profile_shape(shape: str) -> dict:
