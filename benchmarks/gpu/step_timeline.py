@@ -1,7 +1,9 @@
 """Where a workload's time goes, step by step: runs one standard workload on the engine and records each
 engine step's wall time with what it ran (a launched decode batch and its graph bucket, or a synchronous
 prefill / mixed step and its token count). With overlap scheduling a step's wall time is the GPU time of
-one step whenever the GPU is the bottleneck. Prints and writes totals per kind and per decode bucket.
+one step whenever the GPU is the bottleneck; each step also records the part of it spent waiting for the GPU
+(`wait_ms`, inside PendingStep.tokens: ~0 means the host is the bottleneck). Prints and writes totals per kind
+and per decode bucket.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/step_timeline.py --shape qwen2.5-7b --workload nano256 --out DIR
 """
@@ -55,6 +57,17 @@ def main() -> None:
         return orig_execute(sched)
 
     runner.launch, runner.execute = launch, execute
+    from tachyon.engine import runner as runner_mod
+
+    orig_tokens = runner_mod.PendingStep.tokens
+
+    def timed_tokens(self):
+        t = time.perf_counter()
+        out = orig_tokens(self)
+        last["wait_ms"] = last.get("wait_ms", 0.0) + 1e3 * (time.perf_counter() - t)
+        return out
+
+    runner_mod.PendingStep.tokens = timed_tokens
     compiles: list[dict] = []  # Triton kernels compiled (or loaded from disk) during the timed run
 
     def on_compile(*_, repr=None, **__):
@@ -85,7 +98,7 @@ def main() -> None:
         prev = now
     total = time.perf_counter() - t0
     by_kind: dict = defaultdict(lambda: dict(steps=0, ms=0.0, tokens=0))
-    by_bucket: dict = defaultdict(lambda: dict(steps=0, ms=0.0, rows=0))
+    by_bucket: dict = defaultdict(lambda: dict(steps=0, ms=0.0, rows=0, wait_ms=0.0))
     for s in steps:
         k = by_kind[s.get("kind", "drain")]
         k["steps"] += 1
@@ -96,8 +109,10 @@ def main() -> None:
             b["steps"] += 1
             b["ms"] += s["ms"]
             b["rows"] += s["bs"]
+            b["wait_ms"] += s.get("wait_ms", 0.0)
     for b in by_bucket.values():
         b["mean_ms"] = b["ms"] / b["steps"]
+        b["mean_host_ms"] = (b["ms"] - b["wait_ms"]) / b["steps"]
     res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), compiles=compiles,
                by_kind=by_kind,
                by_bucket=dict(sorted(by_bucket.items())),
