@@ -53,6 +53,9 @@ def main() -> None:
     ap.add_argument("--out", default="out")
     ap.add_argument("--shape", default="qwen2.5-7b")
     ap.add_argument("--context", type=int, default=512)
+    ap.add_argument("--context-spread", type=int, default=0,
+                    help="row contexts uniform in [context - spread, context + spread] (fixed seed): uneven rows as "
+                         "in a real batch, with the same mean")
     ap.add_argument("--variants", default="auto")
     ap.add_argument("--batches", default="1")
     ap.add_argument("--replays", type=int, default=5)
@@ -66,9 +69,9 @@ def main() -> None:
     llm = LLM(args.shape, load_format="dummy", max_model_len=args.max_model_len, max_num_batched_tokens=8192,
               max_num_seqs=max([8, *batches]))
     runner = llm.engine.runner
-    blocks = -(-args.context // runner.block_size)
+    blocks = -(-(args.context + args.context_spread) // runner.block_size)
     saved: dict = {}
-    res = {"shape": args.shape, "context": args.context, "variants": {}}
+    res = {"shape": args.shape, "context": args.context, "context_spread": args.context_spread, "variants": {}}
     for name in args.variants.split(","):
         env, fusion, overrides = variant(name)
         for knob in KNOBS.values():
@@ -80,6 +83,11 @@ def main() -> None:
             g = runner._graph_runner()
             g.capture(batches)
             g.seq_lens.fill_(args.context)
+            if args.context_spread:
+                gen = torch.Generator().manual_seed(0)
+                lens = torch.randint(args.context - args.context_spread, args.context + args.context_spread + 1,
+                                     (g.seq_lens.shape[0],), generator=gen)
+                g.seq_lens.copy_(lens.to(g.seq_lens.dtype))
             # every row its own KV blocks (a large batch reads as many keys as it would in a real run)
             rows = g.block_tables.shape[0]
             g.block_tables[:, :blocks] = torch.arange(rows * blocks, dtype=torch.int32,
@@ -102,7 +110,8 @@ def main() -> None:
                 step = (ev[-1][2] - t0) / args.replays
                 print(f"{args.shape} {name} B={b} {mode}: {step:.1f} us/step; {top}", flush=True)
             g.release()
-        (out / f"step_trace_{args.shape}.json").write_text(json.dumps(res, indent=1))
+        tag = f"_spread{args.context_spread}" if args.context_spread else ""
+        (out / f"step_trace_{args.shape}{tag}.json").write_text(json.dumps(res, indent=1))
     os.environ.update(BASE)
 
 
