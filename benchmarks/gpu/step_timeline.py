@@ -26,6 +26,28 @@ from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
 
 
+def gpu_busy(prof, nsteps: int) -> dict:
+    """GPU busy time (union of device-op intervals) of a profiled window, its span, and device time per kernel
+    name per step (top 12)."""
+    ev = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    busy, cur_s, cur_e = 0.0, None, None
+    per: dict = defaultdict(float)
+    for s, e, name in ev:
+        per[name[:60]] += (e - s) / nsteps / 1e3
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                busy += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        busy += cur_e - cur_s
+    span = (ev[-1][1] - ev[0][0]) / 1e3 if ev else 0.0
+    top = dict(sorted(per.items(), key=lambda kv: -kv[1])[:12])
+    return dict(gpu_busy_ms=busy / 1e3, gpu_span_ms=span, kernels_ms_per_step=top)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="qwen2.5-7b")
@@ -36,6 +58,10 @@ def main() -> None:
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--temperature", type=float, default=None, help="override the workload's sampling (top-p 1)")
     ap.add_argument("--out", default="out")
+    ap.add_argument("--profile-steps", default="",
+                    help="comma-separated first:last step windows run under torch.profiler (that run's total is then "
+                         "not comparable): per window the GPU's busy time (union of device ops) against the wall "
+                         "time, and device time per kernel name, per step")
     args = ap.parse_args()
     llm = LLM(args.shape, load_format=args.load_format, max_model_len=args.max_model_len,
               max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=512)
@@ -87,15 +113,30 @@ def main() -> None:
         eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], temperature=temp,
                                                                        top_p=top_p, seed=i, ignore_eos=True))
     steps: list[dict] = []
+    windows = [tuple(int(x) for x in w.split(":")) for w in args.profile_steps.split(",") if w]
+    profiles: list[dict] = []
+    prof = None
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     t0 = prev = time.perf_counter()
     while eng.has_unfinished():
         last.clear()
+        for a, _ in windows:
+            if len(steps) == a:
+                prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+                prof.start()
+                win_t0 = time.perf_counter()
         eng.step(finished_only=True)
         now = time.perf_counter()
         steps.append(dict(ms=1e3 * (now - prev), **last))
         prev = now
+        for a, b in windows:
+            if prof is not None and len(steps) == b + 1:
+                torch.cuda.synchronize()
+                wall = time.perf_counter() - win_t0
+                prof.stop()
+                profiles.append(dict(first=a, last=b, wall_ms=1e3 * wall, **gpu_busy(prof, b - a + 1)))
+                prof = None
     total = time.perf_counter() - t0
     by_kind: dict = defaultdict(lambda: dict(steps=0, ms=0.0, tokens=0))
     by_bucket: dict = defaultdict(lambda: dict(steps=0, ms=0.0, rows=0, wait_ms=0.0))
@@ -114,6 +155,7 @@ def main() -> None:
         b["mean_ms"] = b["ms"] / b["steps"]
         b["mean_host_ms"] = (b["ms"] - b["wait_ms"]) / b["steps"]
     res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), compiles=compiles,
+               profiles=profiles,
                by_kind=by_kind,
                by_bucket=dict(sorted(by_bucket.items())),
                gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
