@@ -193,7 +193,8 @@ class LLMEngine:
 
         Overlap scheduling: a pure decode batch is launched asynchronously and the previous launched
         step's tokens are processed on the host while it runs; its outputs appear one call later.
-        Requests finished by those tokens computed one wasted token, which is discarded."""
+        A request finished by one of those tokens (a stop token; not max_tokens, whose last step the
+        scheduler does not repeat) computed one wasted token, which is discarded."""
         sched = self.scheduler.schedule()
         now = time.time()
         for req in sched.requests:

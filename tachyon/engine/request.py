@@ -80,6 +80,12 @@ class Request:
         return len(self.token_ids) - len(self.prompt_token_ids)
 
     @property
+    def awaits_last_token(self) -> bool:
+        """Its final token by length (max_tokens, or the context limit) is sampled but still in flight: it ends
+        when that token arrives, whatever its value, so it needs no further step."""
+        return self.num_pending > 0 and self.num_sampled >= self.max_tokens
+
+    @property
     def last_token(self) -> int:
         return self.token_ids[len(self.token_ids) - self.num_pending - 1]
 

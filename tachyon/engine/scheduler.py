@@ -1,7 +1,9 @@
 """Continuous batching under a per-step token budget.
 
 Each step: running requests first (decodes and unfinished prefill chunks, oldest first), then
-waiting requests FCFS while budget, `max_num_seqs` and the free-block watermark allow. When a
+waiting requests FCFS while budget, `max_num_seqs` and the free-block watermark allow. A running
+request whose last token by length is already in flight (overlap scheduling) is skipped: it ends when
+that token arrives, so a further step would only compute a token to discard. When a
 running request cannot get a block, the newest running request is preempted (recompute): its
 blocks go back to the pool and it returns to the head of the waiting queue. No request is
 admitted in a step that preempted, so a preempted request is not immediately displaced again.
@@ -55,6 +57,9 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             req = self.running[i]
+            if req.awaits_last_token:
+                i += 1
+                continue
             n = min(req.num_tokens - req.num_computed_tokens, budget)
             while not self.kv.allocate_slots(req, n):
                 victim = self.running.pop()
