@@ -66,16 +66,18 @@ def main() -> None:
     ap.add_argument("--out", default="out")
     ap.add_argument("--shape", default="qwen3-0.6b")
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (a long one measures long contexts)")
     ap.add_argument("--variants", default="", help="step_ab.py variants, each re-capturing the decode graphs and "
-                                                 "timing the run again (the first run is the warm-up's choices)")
+                                                 "timing the run again (the first run is the warm-up's choices); "
+                                                 "a name may repeat, e.g. auto,X,auto,X")
     ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
-    prompt = [7] * 128
+    prompt = [7] * args.prompt_len
     sp = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
-    res: dict = {"shape": args.shape, "tokens": args.tokens, "variants": {}}
+    res: dict = {"shape": args.shape, "tokens": args.tokens, "prompt_len": args.prompt_len, "variants": {}}
     saved: dict = {}
     for name in ["engine"] + [v for v in args.variants.split(",") if v]:
         if name != "engine":
@@ -87,7 +89,7 @@ def main() -> None:
         r = {"tok_s": args.tokens / wall,
              "tpot_ms": 1e3 * (o.metrics.finished_time - o.metrics.first_token_time) / (args.tokens - 1),
              "host": timed_generate(llm, [prompt], sp)}
-        res["variants"][name] = r
+        res["variants"].setdefault(name, []).append(r)  # a variant named twice (alternating rounds) runs twice
         print(f"{args.shape} {name}: {r['tok_s']:.1f} tok/s, TPOT {r['tpot_ms']:.4f} ms; host {r['host']}", flush=True)
     if not args.no_profile:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
