@@ -67,6 +67,7 @@ def main() -> None:
     ap.add_argument("--shape", default="qwen3-0.6b")
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--prompt-len", type=int, default=128, help="prompt tokens (a long one measures long contexts)")
+    ap.add_argument("--max-model-len", type=int, default=4096, help="0: the model's own (as `tachyon bench offline`)")
     ap.add_argument("--variants", default="", help="step_ab.py variants, each re-capturing the decode graphs and "
                                                  "timing the run again (the first run is the warm-up's choices); "
                                                  "a name may repeat, e.g. auto,X,auto,X")
@@ -74,7 +75,8 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, max_num_seqs=8)
+    llm = LLM(args.shape, load_format="dummy", max_model_len=args.max_model_len or None, max_num_batched_tokens=8192,
+              max_num_seqs=8)
     prompt = [7] * args.prompt_len
     sp = SamplingParams(temperature=0, max_tokens=args.tokens, ignore_eos=True)
     res: dict = {"shape": args.shape, "tokens": args.tokens, "prompt_len": args.prompt_len, "variants": {}}
