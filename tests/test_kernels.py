@@ -162,57 +162,6 @@ def test_attention_decode_tile_knob(poison, monkeypatch, tile):
         K.attention_triton(q, cache, **meta)
 
 
-def test_short_split_tiles_select_the_short_config(monkeypatch):
-    """Inside short_split_tiles() only the dedicated kernel's bf16 split launches take the short-context tile;
-    fused, unsplit and fp32 launches keep theirs, the A/B knob still wins, and the switch resets on exit."""
-    attn = importlib.import_module("tachyon.kernels.attention")
-    monkeypatch.delenv("TACHYON_DECODE_TILE", raising=False)
-    assert attn.decode_config("bf16", True) == attn.SPLIT_DECODE_CONFIG
-    with attn.short_split_tiles():
-        assert attn.decode_config("bf16", True) == attn.SHORT_SPLIT_DECODE_CONFIG
-        assert attn.decode_config("bf16", True, fused=True) == attn.DECODE_CONFIG["bf16"]
-        assert attn.decode_config("bf16", False) == attn.DECODE_CONFIG["bf16"]
-        assert attn.decode_config("fp32", True) == attn.DECODE_CONFIG["fp32"]
-        monkeypatch.setenv("TACHYON_DECODE_TILE", "16:2:1")
-        assert attn.decode_config("bf16", True)["BLOCK_N"] == 16
-        monkeypatch.delenv("TACHYON_DECODE_TILE")
-    with pytest.raises(RuntimeError), attn.short_split_tiles():
-        raise RuntimeError
-    assert attn.decode_config("bf16", True) == attn.SPLIT_DECODE_CONFIG
-
-
-def test_short_split_max_context(monkeypatch):
-    """The longest context taking short tiles: while KV heads x ceil(S / 64) < SMs (132 on an H200); none off
-    CUDA or with TACHYON_DECODE_SHORT_TILE=0."""
-    attn = importlib.import_module("tachyon.kernels.attention")
-    monkeypatch.setattr(attn, "sm_count", lambda device: 132)
-    cuda = torch.device("cuda", 0)
-    for heads, longest in [(8, 1024), (4, 2048), (2, 4160), (1, 8384)]:
-        assert attn.short_split_max_context(heads, cuda) == longest
-        assert heads * -(-longest // 64) < 132 <= heads * -(-(longest + 1) // 64)
-    assert attn.short_split_max_context(8, torch.device("cpu")) == 0
-    monkeypatch.setenv("TACHYON_DECODE_SHORT_TILE", "0")
-    assert attn.short_split_max_context(8, cuda) == 0
-
-
-@needs_triton
-@pytest.mark.skipif(not CUDA, reason="bf16 split launches take the short tile; the interpreter runs fp32 only")
-def test_attention_decode_short_tiles_bf16(poison):
-    """bf16 batch-1 split decode with the short-context tiles against the reference and the default tiles."""
-    attn = importlib.import_module("tachyon.kernels.attention")
-    gen = torch.Generator().manual_seed(8)
-    for c in (0, 37, 300, 1023):
-        q, cache, meta, _ = make_batch([(c, 1)], 16, 8, 128, 16, torch.bfloat16, gen)
-        wide = dict(meta, max_seq_len=4096)
-        ref = K.attention_ref(q, cache, **meta)
-        default = K.attention_triton(q, cache, **wide, out=torch.full_like(q, NAN))
-        with attn.short_split_tiles():
-            short = K.attention_triton(q, cache, **wide, out=torch.full_like(q, NAN))
-        close(short, ref, torch.bfloat16)
-        close(short, default, torch.bfloat16)
-    assert_counters_zero()
-
-
 @needs_triton
 @pytest.mark.parametrize("tile,align", [("32:4:1", "8"), ("32:4:1", "48"), ("16:2:1", "16")])
 @pytest.mark.parametrize("early_tile", ["0", "1"])

@@ -6,9 +6,6 @@ new token), pads the batch to its bucket (padding rows store to slot -1 and are 
 replays. All host inputs of a step travel in one pinned staging region, one copy (block tables: only
 the bucket's rows); two such regions alternate so filling step N+1 never races the upload of N.
 Graphs bake in the KV-cache tensors' addresses: capture after the cache is allocated, never free it.
-Batch 1 (SHORT_TILE_BUCKETS) also has a twin captured with short-context decode tiles; `run` replays it
-while the step's longest context is at most `short_max_len` keys (kernels/attention.py
-short_split_max_context), the default graph otherwise.
 """
 
 from __future__ import annotations
@@ -21,17 +18,12 @@ from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
 from tachyon.engine.request import Request
 from tachyon.engine.staging import StagingBuffers
-from tachyon.kernels.attention import short_split_tiles
 
 BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
 # buckets up to this size prefetch each layer's o_proj / MLP weights into L2 during its attention
 # (models/prefetch.py), TACHYON_L2_PREFETCH_MB of them per layer (read at capture; 0: off)
 L2_PREFETCH_MAX_BATCH = 16
 L2_PREFETCH_MB = 0
-# buckets whose decode attention is the dedicated kernel's split launch (batch 1; larger batches take the fused
-# kernel): each also gets a twin graph captured with short-context key tiles (kernels/attention.py
-# short_split_tiles), replayed while the batch's longest context is at most `short_max_len`
-SHORT_TILE_BUCKETS = (1,)
 
 
 def capture_step(step, pool):
@@ -47,7 +39,7 @@ def capture_step(step, pool):
 
 class DecodeGraphRunner:
     def __init__(self, model: torch.nn.Module, *, max_batch: int, max_model_len: int, block_size: int,
-                 vocab_size: int, device: torch.device, last_tokens: torch.Tensor, short_max_len: int = 0):
+                 vocab_size: int, device: torch.device, last_tokens: torch.Tensor):
         self.model = model
         self.last_tokens = last_tokens  # [>= max_batch] int64, shared with the runner (overlap feed)
         self.device = device
@@ -73,9 +65,6 @@ class DecodeGraphRunner:
         self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.short_max_len = short_max_len  # 0: no short-context twins
-        self.short_graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.short_outputs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.pool = None
 
     def _meta(self, bs: int) -> AttentionMetadata:
@@ -107,27 +96,7 @@ class DecodeGraphRunner:
         self.pad_inputs()
         for bs in sorted(buckets or self.buckets, reverse=True):
             self.graphs[bs], self.outputs[bs], self.pool = capture_step(lambda bs=bs: self._step(bs), self.pool)
-            if self.short_max_len and bs in SHORT_TILE_BUCKETS:
-                with short_split_tiles():
-                    self.short_graphs[bs], self.short_outputs[bs], self.pool = capture_step(
-                        lambda bs=bs: self._step(bs), self.pool)
         torch.cuda.synchronize()
-
-    def compile_steps(self) -> None:
-        """Run every bucket's step once, and each short-context twin's (inside kernels/precompile.py's
-        compile_only: their Triton kernels compile in parallel). Results are garbage; the shared last-token
-        buffer is zeroed after each step, so every id a later step gathers from it is valid."""
-        for bs in self.buckets:
-            self._step(bs)
-            self.last_tokens.zero_()
-            if self.short_max_len and bs in SHORT_TILE_BUCKETS:
-                with short_split_tiles():
-                    self._step(bs)
-                self.last_tokens.zero_()
-
-    def uses_short_tiles(self, bucket: int, max_seq_len: int) -> bool:
-        """Whether a step of `bucket` whose longest context is max_seq_len keys replays the short-tile twin."""
-        return bucket in self.short_graphs and max_seq_len <= self.short_max_len
 
     def pad_inputs(self) -> None:
         """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""
@@ -139,8 +108,6 @@ class DecodeGraphRunner:
     def release(self) -> None:
         self.graphs.clear()
         self.outputs.clear()
-        self.short_graphs.clear()
-        self.short_outputs.clear()
         self.pool = None
 
     def bucket_for(self, bs: int) -> int | None:
@@ -180,7 +147,6 @@ class DecodeGraphRunner:
         seeds, steps, src = h["seeds"], h["steps"], h["src"]
         seq_lens, top_k, temp, top_p, min_p = (h[n] for n in ("seq_lens", "top_k", "temperature", "top_p", "min_p"))
         tables = h["block_tables"]
-        longest = 0
         for i, r in enumerate(reqs):
             pos = r.num_tokens - 1
             p = r.params
@@ -191,7 +157,6 @@ class DecodeGraphRunner:
             steps[i] = r.num_sampled
             src[i] = src_rows[i]
             seq_lens[i] = pos + 1
-            longest = max(longest, pos + 1)
             top_k[i] = p.top_k
             tables[i, : len(r.block_ids)] = r.block_ids
             temp[i] = p.temperature
@@ -199,10 +164,6 @@ class DecodeGraphRunner:
             min_p[i] = p.min_p
         self._fill_padding(h, bs, bucket)
         self._upload(bucket)
-        if self.uses_short_tiles(bucket, longest):
-            self.short_graphs[bucket].replay()
-            logits, tokens = self.short_outputs[bucket]
-        else:
-            self.graphs[bucket].replay()
-            logits, tokens = self.outputs[bucket]
+        self.graphs[bucket].replay()
+        logits, tokens = self.outputs[bucket]
         return logits[:bs], tokens[:bs]

@@ -81,13 +81,10 @@ class ModelRunner:
 
     def _graph_runner(self):
         from tachyon.engine.cuda_graph import DecodeGraphRunner
-        from tachyon.kernels.attention import short_split_max_context
 
-        # fp32 split launches keep one tile (DECODE_CONFIG): no short-context twin to capture
-        short = 0 if self.dtype == torch.float32 else short_split_max_context(self.spec.num_kv_heads, self.device)
         return DecodeGraphRunner(self.model, max_batch=self.max_num_seqs, max_model_len=self.max_model_len,
                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
-                                 last_tokens=self.last_tokens, short_max_len=short)
+                                 last_tokens=self.last_tokens)
 
     def _prefill_graph_runner(self):
         from tachyon.engine.prefill_graph import PrefillGraphRunner
@@ -110,7 +107,9 @@ class ModelRunner:
             if self.use_cuda_graphs:
                 probe = self._graph_runner()
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
-                probe.compile_steps()
+                for bs in probe.buckets:
+                    probe._step(bs)
+                    self.last_tokens.zero_()  # the step "sampled" garbage: keep every gathered id valid
         torch.cuda.synchronize()
         self.last_tokens.zero_()
 

@@ -16,12 +16,10 @@ decode_fused_session6/inline_merge_*), so it is the fused decode kernel's defaul
 """
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -302,12 +300,6 @@ DECODE_CONFIG = {
 # lost on 7B at 4,096). The fused kernel (B >= 2, fewer and longer splits) keeps 128: with 64, B=8 gained
 # 0.012 ms at 512 tokens but lost 0.050 at 4,096.
 SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
-# The same launches at short contexts (short_split_tiles): 32-key tiles put twice the programs on a context whose
-# 64-key splits leave SMs idle, and lose once they do not. Engine-level A/B on the H200, bs1 greedy, 256 tokens
-# (benchmarks/results/decode_fused_session9/tile_rule_88f3792/): 128-token prompt, 0.6B 0.6610 -> 0.6558 ms per
-# token, 7B 3.6517 -> 3.6358; 3,584-token prompt, 0.6B 0.8025 -> 0.8850, 7B 3.758 -> 3.818.
-SHORT_SPLIT_DECODE_CONFIG = dict(BLOCK_N=32, num_warps=4, num_stages=2)
-_short_split_tiles = False
 PREFILL_CONFIG = {
     "bf16": dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=3),
     "fp32": dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1),
@@ -335,42 +327,16 @@ def decode_split_align(block_n: int) -> int:
     return int(env)
 
 
-@contextmanager
-def short_split_tiles() -> Iterator[None]:
-    """Within it, the dedicated decode kernel's bf16 split launches use SHORT_SPLIT_DECODE_CONFIG: a CUDA graph
-    captured inside keeps the short-context tiles (the engine replays it only for contexts up to
-    short_split_max_context). Not thread-safe: a capture-time switch."""
-    global _short_split_tiles
-    prev, _short_split_tiles = _short_split_tiles, True
-    try:
-        yield
-    finally:
-        _short_split_tiles = prev
-
-
-def short_split_max_context(num_kv_heads: int, device: torch.device) -> int:
-    """The longest context (keys, the step's own included) at which a batch-1 step takes the short-context
-    tiles: while its 64-key splits would give fewer (KV head, split) programs than the device has SMs, i.e.
-    num_kv_heads * ceil(S / 64) < SMs (an H200's 132 SMs: 1,024 keys with 8 KV heads, 2,048 with 4). 0: no
-    short-context graph (non-CUDA device, or TACHYON_DECODE_SHORT_TILE=0, an A/B switch read at capture)."""
-    if device.type != "cuda" or os.environ.get("TACHYON_DECODE_SHORT_TILE", "1") == "0":
-        return 0
-    return SPLIT_DECODE_CONFIG["BLOCK_N"] * ((sm_count(device) - 1) // max(num_kv_heads, 1))
-
-
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
     `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
-    split launches (SHORT_SPLIT_DECODE_CONFIG inside short_split_tiles()), else DECODE_CONFIG. For split
-    launches TACHYON_DECODE_TILE (dedicated) / TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages
-    overrides both (A/B knobs, read per launch: a CUDA graph keeps what was in force at capture). BLOCK_N also
-    rounds the split length (_split_len)."""
+    split launches, else DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
+    TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages overrides it (A/B knobs, read per launch:
+    a CUDA graph keeps what was in force at capture). BLOCK_N also rounds the split length (_split_len)."""
     name = "TACHYON_DECODE_FUSED_TILE" if fused else "TACHYON_DECODE_TILE"
     env = os.environ.get(name, "") if split else ""
     if not env:
-        if split and key == "bf16" and not fused:
-            return SHORT_SPLIT_DECODE_CONFIG if _short_split_tiles else SPLIT_DECODE_CONFIG
-        return DECODE_CONFIG[key]
+        return SPLIT_DECODE_CONFIG if split and key == "bf16" and not fused else DECODE_CONFIG[key]
     try:
         block_n, warps, stages = (int(v) for v in env.split(":"))
     except ValueError:

@@ -73,20 +73,3 @@ def test_decode_step_writes_no_step_input_and_only_its_own_kv_slots(tiny_llama):
         new, old = new.view(2, 4 * block, -1), old.view(2, 4 * block, -1)
         assert torch.equal(new[:, ~own], old[:, ~own]), "the step wrote KV slots other than its own tokens'"
         assert not torch.equal(new[:, own], old[:, own])
-
-
-def test_short_tile_twin_replayed_only_for_short_contexts(tiny_llama):
-    """A bucket with a captured short-context twin replays it while the batch's longest context is at most
-    short_max_len keys; other buckets and longer contexts take the default graph; none is captured off CUDA."""
-    from tachyon.engine.cuda_graph import SHORT_TILE_BUCKETS
-
-    model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
-    runner = DecodeGraphRunner(model, max_batch=4, max_model_len=64, block_size=16, vocab_size=spec.vocab_size,
-                               device=torch.device("cpu"), last_tokens=torch.zeros(4, dtype=torch.int64),
-                               short_max_len=40)
-    assert not runner.uses_short_tiles(1, 1), "nothing captured: no twin"
-    runner.short_graphs = {b: object() for b in SHORT_TILE_BUCKETS}  # stand-ins for captured twins
-    assert SHORT_TILE_BUCKETS == (1,)
-    assert runner.uses_short_tiles(1, 1) and runner.uses_short_tiles(1, 40)
-    assert not runner.uses_short_tiles(1, 41)
-    assert not runner.uses_short_tiles(2, 1)
