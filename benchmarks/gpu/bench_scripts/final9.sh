@@ -3,8 +3,9 @@
 # batch 1 on both shapes (their short contexts replay the short-tile twin). Part "b": every standard workload on
 # each shape (engine_smoke, one process per shape), the PDL on/off bit-for-bit check, and the GPU kernel tests.
 # Part "c": the short-tile twin on and off (TACHYON_DECODE_SHORT_TILE) at prompt lengths on both sides of each
-# shape's rule (0.6B: 1,024 keys; 7B: 2,048). Results packed into $OUT/final9_<part>.tgz.
-# Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/final9.sh a|b|c (carry .whl)
+# shape's rule (0.6B: 1,024 keys; 7B: 2,048; the twin was reverted after this part). Part "t": the GPU kernel tests
+# alone. Results packed into $OUT/final9_<part>.tgz.
+# Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/final9.sh a|b|c|t (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
 f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }
@@ -30,8 +31,11 @@ elif [ "$PART" = b ]; then
     timeout 100 python3 benchmarks/gpu/engine_smoke.py --shapes $shape --workloads bs1 --pdl-check --tag _pdl \
       --out $R/smoke 2>&1 | f | grep "pdl_on_vs_off" | cut -c1-200
   done
-  timeout 150 python3 -m pytest -q tests/test_kernels_gemv.py tests/test_kernels_embedding.py \
-    "tests/test_kernels.py::test_attention_decode_short_tiles_bf16" 2>&1 | tail -2 | tee $R/gpu_tests.txt
+  [ -n "$SKIP_TESTS" ] || timeout 200 python3 -m pytest -q tests/test_kernels_gemv.py tests/test_kernels_embedding.py \
+    tests/test_kernels.py tests/test_kernels_decode_fused.py 2>&1 | tail -2 | tee $R/gpu_tests.txt
+elif [ "$PART" = t ]; then
+  timeout 200 python3 -m pytest -q tests/test_kernels_gemv.py tests/test_kernels_embedding.py tests/test_kernels.py \
+    tests/test_kernels_decode_fused.py 2>&1 | tail -2 | tee $R/gpu_tests.txt
 else
   # "0": the model's own max_model_len, as the acceptance run (tachyon bench offline) builds the engine
   for run in "qwen3-0.6b 128 0" "qwen3-0.6b 768 4096" "qwen3-0.6b 1536 4096" "qwen2.5-7b 1536 4096"; do
