@@ -18,20 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import graph_replay_ms  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
 from tachyon.engine.cuda_graph import capture_step  # noqa: E402
-
-
-def per_step_ms(graph, steps: int, iters: int) -> float:
-    graph.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(iters):
-        graph.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / iters / steps
 
 
 def main() -> None:
@@ -63,7 +52,7 @@ def main() -> None:
                  "ms_per_step": {k: [] for k in graphs}}
     for _ in range(args.rounds):
         for k, graph in graphs.items():
-            res["ms_per_step"][k].append(per_step_ms(graph, k, max(20, 200 // k)))
+            res["ms_per_step"][k].append(graph_replay_ms(graph, max(20, 200 // k)) / k)
     for k, v in res["ms_per_step"].items():
         print(f"{args.shape} ctx {args.context} k={k}: {', '.join(f'{x:.4f}' for x in v)} ms per step", flush=True)
     sp = SamplingParams(temperature=0, max_tokens=256, ignore_eos=True)  # the engine itself, for reference

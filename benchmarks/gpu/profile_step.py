@@ -22,7 +22,11 @@ from tachyon import LLM, SamplingParams  # noqa: E402
 
 
 def replay_ms(graphs, bucket: int, iters: int = 50) -> float:
-    g = graphs.graphs[bucket]
+    return graph_replay_ms(graphs.graphs[bucket], iters)
+
+
+def graph_replay_ms(g, iters: int = 50) -> float:
+    """Mean ms per replay of CUDA graph `g` over `iters` back-to-back replays (after one untimed replay)."""
     g.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
