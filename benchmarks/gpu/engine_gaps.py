@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from benchmarks.gpu.profile_step import timed_generate  # noqa: E402
+from benchmarks.gpu.profile_step import device_events, timed_generate  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
 
 
@@ -97,10 +97,7 @@ def main() -> None:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             llm.generate([prompt], sp, use_tqdm=False)
             torch.cuda.synchronize()
-        ev = sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-                     if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
-                    key=lambda x: x[1])
-        pairs, idle, span = gaps(ev)
+        pairs, idle, span = gaps(device_events(prof))
         res.update(profiled_span_us=span, idle_us=idle, idle_us_per_token=idle / args.tokens,
                    gap_pairs={k: [int(c), round(us, 1)] for k, (c, us) in list(pairs.items())[:25]})
         print(f"profiled: span {span / 1e3:.2f} ms, GPU idle {idle / 1e3:.3f} ms ({idle / args.tokens:.1f} us/token)")

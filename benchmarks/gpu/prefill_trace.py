@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import device_events  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
 
 PEAK_FLOPS = 778e12
@@ -55,9 +56,8 @@ def main() -> None:
             llm.generate(prompts, sp, use_tqdm=False)
         torch.cuda.synchronize()
     per: dict[str, float] = defaultdict(float)
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            per[e.name[:70]] += e.time_range.elapsed_us() / args.repeats
+    for name, start, end in device_events(prof):
+        per[name[:70]] += (end - start) / args.repeats
     per = dict(sorted(per.items(), key=lambda kv: -kv[1]))
     gemm = sum(v for k, v in per.items() if "nvjet" in k or "gemm" in k.lower() or "cutlass" in k.lower())
     floor_ms = 2 * params * tokens / PEAK_FLOPS * 1e3

@@ -12,6 +12,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -49,21 +51,41 @@ def _eager_kernels(graphs, bs: int, steps: int = 3) -> tuple[list[dict], int]:
     return rows, sum(e.count for e in ev) // steps
 
 
-def timed_generate(llm: LLM, prompts: list, params) -> dict:
-    """One llm.generate(prompts, params) with every engine step timed: the step's wall time and the part spent
-    waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck. Medians in ms."""
+def device_events(prof) -> list[tuple[str, float, float]]:
+    """(name, start us, end us) of every device operation of a torch.profiler run that took time, by start."""
+    return sorted(((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start),
+                  key=lambda x: x[1])
+
+
+@contextmanager
+def token_waits(on_wait: Callable[[float], None]) -> Iterator[None]:
+    """Within it, every PendingStep.tokens() call (the engine waiting for a launched step's tokens) reports its
+    duration in seconds to on_wait; the method is restored on exit."""
     from tachyon.engine import runner as runner_mod
 
-    waits: list[float] = []
-    steps: list[float] = []
-    orig_tokens, engine = runner_mod.PendingStep.tokens, llm.engine
-    orig_step = engine.step
+    orig = runner_mod.PendingStep.tokens
 
     def timed_tokens(self):
         t = time.perf_counter()
-        out = orig_tokens(self)
-        waits.append(time.perf_counter() - t)
+        out = orig(self)
+        on_wait(time.perf_counter() - t)
         return out
+
+    runner_mod.PendingStep.tokens = timed_tokens
+    try:
+        yield
+    finally:
+        runner_mod.PendingStep.tokens = orig
+
+
+def timed_generate(llm: LLM, prompts: list, params) -> dict:
+    """One llm.generate(prompts, params) with every engine step timed: the step's wall time and the part spent
+    waiting for the GPU (PendingStep.tokens); wait ~ 0 means the host is the bottleneck. Medians in ms."""
+    waits: list[float] = []
+    steps: list[float] = []
+    engine = llm.engine
+    orig_step = engine.step
 
     def timed_step(*a, **k):
         t = time.perf_counter()
@@ -71,13 +93,14 @@ def timed_generate(llm: LLM, prompts: list, params) -> dict:
         steps.append(time.perf_counter() - t)
         return out
 
-    runner_mod.PendingStep.tokens, engine.step = timed_tokens, timed_step
+    engine.step = timed_step
     try:
-        t0 = time.perf_counter()
-        llm.generate(prompts, params, use_tqdm=False)
-        wall = time.perf_counter() - t0
+        with token_waits(waits.append):
+            t0 = time.perf_counter()
+            llm.generate(prompts, params, use_tqdm=False)
+            wall = time.perf_counter() - t0
     finally:
-        runner_mod.PendingStep.tokens, engine.step = orig_tokens, orig_step
+        engine.step = orig_step
     step_ms = 1e3 * sorted(steps)[len(steps) // 2]
     wait_ms = 1e3 * sorted(waits)[len(waits) // 2] if waits else None
     return dict(steps=len(steps), wall_s=wall, step_ms_median=step_ms, wait_ms_median=wait_ms,

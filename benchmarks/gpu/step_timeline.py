@@ -22,30 +22,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.engine_gaps import gaps  # noqa: E402
 from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
+from benchmarks.gpu.profile_step import device_events, token_waits  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
 
 
 def gpu_busy(prof, nsteps: int) -> dict:
-    """GPU busy time (union of device-op intervals) of a profiled window, its span, and device time per kernel
-    name per step (top 12)."""
-    ev = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start)
-    busy, cur_s, cur_e = 0.0, None, None
+    """GPU busy time (the span less the idle gaps between device operations) of a profiled window, its span,
+    and device time per kernel name per step (top 12)."""
+    ev = device_events(prof)
+    _, idle, span = gaps(ev)
     per: dict = defaultdict(float)
-    for s, e, name in ev:
-        per[name[:60]] += (e - s) / nsteps / 1e3
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                busy += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        busy += cur_e - cur_s
-    span = (ev[-1][1] - ev[0][0]) / 1e3 if ev else 0.0
+    for name, start, end in ev:
+        per[name[:60]] += (end - start) / nsteps / 1e3
     top = dict(sorted(per.items(), key=lambda kv: -kv[1])[:12])
-    return dict(gpu_busy_ms=busy / 1e3, gpu_span_ms=span, kernels_ms_per_step=top)
+    return dict(gpu_busy_ms=(span - idle) / 1e3, gpu_span_ms=span / 1e3, kernels_ms_per_step=top)
 
 
 def main() -> None:
@@ -83,17 +75,9 @@ def main() -> None:
         return orig_execute(sched)
 
     runner.launch, runner.execute = launch, execute
-    from tachyon.engine import runner as runner_mod
 
-    orig_tokens = runner_mod.PendingStep.tokens
-
-    def timed_tokens(self):
-        t = time.perf_counter()
-        out = orig_tokens(self)
-        last["wait_ms"] = last.get("wait_ms", 0.0) + 1e3 * (time.perf_counter() - t)
-        return out
-
-    runner_mod.PendingStep.tokens = timed_tokens
+    def on_wait(seconds: float) -> None:
+        last["wait_ms"] = last.get("wait_ms", 0.0) + 1e3 * seconds
     compiles: list[dict] = []  # Triton kernels compiled (or loaded from disk) during the timed run
 
     def on_compile(*_, repr=None, **__):
@@ -113,29 +97,29 @@ def main() -> None:
         eng.add_request(f"t{i}", r["prompt_token_ids"], SamplingParams(max_tokens=r["max_tokens"], temperature=temp,
                                                                        top_p=top_p, seed=i, ignore_eos=True))
     steps: list[dict] = []
-    windows = [tuple(int(x) for x in w.split(":")) for w in args.profile_steps.split(",") if w]
+    windows = dict(tuple(int(x) for x in w.split(":")) for w in args.profile_steps.split(",") if w)  # first: last
     profiles: list[dict] = []
     prof = None
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     t0 = prev = time.perf_counter()
-    while eng.has_unfinished():
-        last.clear()
-        for a, _ in windows:
-            if len(steps) == a:
+    with token_waits(on_wait):
+        while eng.has_unfinished():
+            last.clear()
+            if len(steps) in windows:  # a profiled window starts at this step
+                first, final = len(steps), windows[len(steps)]
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
                 prof.start()
                 win_t0 = time.perf_counter()
-        eng.step(finished_only=True)
-        now = time.perf_counter()
-        steps.append(dict(ms=1e3 * (now - prev), **last))
-        prev = now
-        for a, b in windows:
-            if prof is not None and len(steps) == b + 1:
+            eng.step(finished_only=True)
+            now = time.perf_counter()
+            steps.append(dict(ms=1e3 * (now - prev), **last))
+            prev = now
+            if prof is not None and len(steps) == final + 1:
                 torch.cuda.synchronize()
                 wall = time.perf_counter() - win_t0
                 prof.stop()
-                profiles.append(dict(first=a, last=b, wall_ms=1e3 * wall, **gpu_busy(prof, b - a + 1)))
+                profiles.append(dict(first=first, last=final, wall_ms=1e3 * wall, **gpu_busy(prof, final - first + 1)))
                 prof = None
     total = time.perf_counter() - t0
     by_kind: dict = defaultdict(lambda: dict(steps=0, ms=0.0, tokens=0))

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import device_events  # noqa: E402
 from benchmarks.gpu.step_ab import BASE, KNOBS, set_configs, set_fusion, variant  # noqa: E402
 from tachyon import LLM  # noqa: E402
 
@@ -32,9 +33,7 @@ def trace(graph, replays: int) -> list[tuple[str, float, float]]:
         for _ in range(replays):
             graph.replay()
         torch.cuda.synchronize()
-    ev = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-          if e.device_type == torch.autograd.DeviceType.CUDA and e.time_range.end > e.time_range.start]
-    return sorted(ev, key=lambda x: x[1])
+    return device_events(prof)
 
 
 def contributions(ev: list[tuple[str, float, float]], replays: int) -> dict[str, float]:
