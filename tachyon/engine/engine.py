@@ -88,7 +88,7 @@ class LLMEngine:
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark)
         self.overlap = config.overlap_scheduling
-        self._pending = None  # the launched decode step whose tokens are still in flight (overlap)
+        self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()
         self._groups: dict[str, RequestGroup] = {}
@@ -191,8 +191,9 @@ class LLMEngine:
         """Run one scheduled batch; outputs for every request that produced a token or finished
         (`finished_only`: only for finished ones — offline use, saves per-step host work).
 
-        Overlap scheduling: a pure decode batch is launched asynchronously and the previous launched
-        step's tokens are processed on the host while it runs; its outputs appear one call later.
+        Overlap scheduling: a pure decode batch, or a prefill step in which every request draws its
+        next token, is launched asynchronously and the previous launched step's tokens are processed on
+        the host while it runs; its outputs appear one call later.
         A request finished by one of those tokens (a stop token; not max_tokens, whose last step the
         scheduler does not repeat) computed one wasted token, which is discarded."""
         sched = self.scheduler.schedule()
@@ -202,8 +203,8 @@ class LLMEngine:
                 req.first_scheduled_time = now
         if sched and self.overlap and self.runner.can_launch(sched):
             pending = self.runner.launch(sched)
-            for req in sched.requests:
-                req.num_computed_tokens += 1
+            for req, n in zip(sched.requests, sched.num_new_tokens):
+                req.num_computed_tokens += n
                 req.add_placeholder()
             outs = self._drain(finished_only)
             self._pending = pending

@@ -3,6 +3,8 @@
 Contract: `execute` gets a non-empty SchedulerOutput whose requests already hold blocks for every
 scheduled token; it returns one token (and logprobs if asked) per request whose chunk reached its
 last token, and fills prompt logprobs for requests that asked. It never touches the block pool.
+`launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
+batch, or a prefill step in which every request samples; either way each request draws one token.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
 
 @dataclass
 class PendingStep:
-    """A launched decode step whose sampled tokens are still in flight to the host."""
+    """A launched step whose sampled tokens (one per request) are still in flight to the host."""
 
     requests: list[Request]
     host_tokens: torch.Tensor
@@ -74,6 +76,7 @@ class ModelRunner:
         self._host_tokens = [torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, pin_memory=pin) for _ in range(2)]
         self._flip = 0
         self.num_launched = 0  # overlapped decode steps (for tests and stats)
+        self.num_prefills_launched = 0  # overlapped prefill steps
 
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -91,7 +94,8 @@ class ModelRunner:
 
         return PrefillGraphRunner(self.model, max_tokens=self.prefill_graph_tokens,
                                   max_seqs=min(PREFILL_GRAPH_SEQS, self.max_num_seqs), max_model_len=self.max_model_len,
-                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device)
+                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                  last_tokens=self.last_tokens)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
         """Compile, in parallel, the Triton kernels of the profile step and of every decode-graph bucket:
@@ -210,8 +214,10 @@ class ModelRunner:
         return StepResult(sampled, self.sampler(logits, sampled, drawn=tokens))
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
-        """Overlap-eligible: a pure decode batch whose sampling needs no host-side logits work."""
-        if not self._graph_eligible(sched):
+        """Overlap-eligible: a pure decode batch, or a prefill step in which every request samples (see
+        `_prefill_launchable`), whose sampling needs no host-side logits work."""
+        decode = self._graph_eligible(sched)
+        if not decode and not self._prefill_launchable(sched):
             return False
         for r in sched.requests:
             p = r.params
@@ -222,27 +228,25 @@ class ModelRunner:
                 return False
         return True
 
+    def _prefill_launchable(self, sched: SchedulerOutput) -> bool:
+        """Every chunk reaches its request's last token (so each request draws one token), no token is pending
+        and none wants prompt logprobs: the step's inputs are all on the host and its output is one token each."""
+        if len(sched.requests) > self.last_tokens.numel():
+            return False
+        return all(r.num_pending == 0 and r.num_computed_tokens + n == r.num_tokens and not r.wants_prompt_logprobs()
+                   for r, n in zip(sched.requests, sched.num_new_tokens))
+
     @torch.inference_mode()
     def launch(self, sched: SchedulerOutput) -> PendingStep:
-        """Asynchronous decode step (overlap scheduling): a request whose last token is still pending takes
-        it from the previous step's device output. Returns at once; `PendingStep.tokens()` waits."""
+        """Asynchronous step (overlap scheduling) for a batch `can_launch` accepted: each request's drawn token
+        goes to `last_tokens[row]`, where the next launched decode step reads it if it is still pending there.
+        Returns at once; `PendingStep.tokens()` waits."""
         reqs = sched.requests
         bs = len(reqs)
-        self.num_launched += 1
-        src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in reqs]
-        if self.graphs is not None:
-            self.graphs.run(reqs, src)  # the graph itself writes last_tokens[:bs]
+        if self._graph_eligible(sched):
+            self._launch_decode(sched)
         else:
-            batch = build_batch(sched, self.block_size, self.device)
-            src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
-            x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
-            hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
-            logits = self.model.compute_logits(hidden).float()
-            if all(r.params.temperature == 0.0 for r in reqs):
-                tokens = torch.argmax(logits, dim=-1)
-            else:
-                tokens = kernels.sample(logits, *sampling_tensors(reqs, self.device))
-            self.last_tokens[:bs].copy_(tokens)
+            self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
         host = self._host_tokens[self._flip]
         self._flip ^= 1
@@ -252,6 +256,40 @@ class ModelRunner:
             event = torch.cuda.Event()
             event.record()
         return PendingStep(list(reqs), host[:bs], event)
+
+    def _launch_decode(self, sched: SchedulerOutput) -> None:
+        """A request whose last token is still pending takes it from the previous step's row of last_tokens."""
+        reqs = sched.requests
+        self.num_launched += 1
+        src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in reqs]
+        if self.graphs is not None:
+            self.graphs.run(reqs, src)  # the graph itself writes last_tokens[:bs]
+            return
+        batch = build_batch(sched, self.block_size, self.device)
+        src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
+        x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
+        hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
+        self._draw(hidden, reqs)
+
+    def _launch_prefill(self, sched: SchedulerOutput) -> None:
+        """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]."""
+        self.num_prefills_launched += 1
+        if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
+            _, tokens = self.prefill_graphs.run(sched)
+            if tokens.data_ptr() != self.last_tokens.data_ptr():  # a runner not built on last_tokens
+                self.last_tokens[: len(tokens)].copy_(tokens)
+            return
+        batch = build_batch(sched, self.block_size, self.device)
+        hidden = self.model(batch.input_ids, batch.positions, batch.meta)
+        self._draw(hidden[batch.logits_rows], sched.requests)
+
+    def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> None:
+        """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]."""
+        logits = self.model.compute_logits(hidden).float()
+        if all(r.params.temperature == 0.0 for r in reqs):
+            self.last_tokens[: len(reqs)].copy_(torch.argmax(logits, dim=-1))
+        else:
+            kernels.sample(logits, *sampling_tensors(reqs, self.device), out=self.last_tokens[: len(reqs)])
 
     def _graph_eligible(self, sched: SchedulerOutput) -> bool:
         """Pure decode batch (one new token per request, no prompt logprobs) that a graph can run."""

@@ -97,13 +97,14 @@ async def _collect(eng, prompt, sp, rid):
 @pytest.mark.parametrize("max_tokens", [1, 2, 5])
 def test_overlap_launches_no_step_past_max_tokens(llm, max_tokens):
     """With overlap scheduling, a request whose last token by length is in flight is not scheduled again: the
-    prefill draws token 1, then exactly max_tokens - 1 decode steps are launched, and the tokens equal the
-    synchronous engine's (which never runs ahead)."""
+    launched prefill draws token 1, then exactly max_tokens - 1 decode steps are launched, and the tokens equal
+    the synchronous engine's (which never runs ahead)."""
     runner = llm.engine.runner
     sp = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    before = runner.num_launched
+    before, prefills = runner.num_launched, runner.num_prefills_launched
     out = llm.generate([[11, 12, 13, 14]], sp, use_tqdm=False)[0].outputs[0]
     assert runner.num_launched - before == max_tokens - 1
+    assert runner.num_prefills_launched - prefills == 1
     assert len(out.token_ids) == max_tokens and out.finish_reason == "length"
     llm.engine.overlap = False
     try:
@@ -119,16 +120,16 @@ def test_overlap_batch_with_staggered_lengths(llm):
     lens = [3, 7, 1, 12]
     sps = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lens]
     rows = []
-    orig = runner.launch
+    orig = runner._launch_decode
 
-    def launch(sched):
+    def launch_decode(sched):
         rows.append(len(sched.requests))
         return orig(sched)
 
-    runner.launch = launch
+    runner._launch_decode = launch_decode
     try:
         outs = llm.generate([[20 + i] * (4 + i) for i in range(4)], sps, use_tqdm=False)
     finally:
-        runner.launch = orig
+        del runner._launch_decode
     assert [len(o.outputs[0].token_ids) for o in outs] == lens
     assert sum(rows) == sum(n - 1 for n in lens)

@@ -42,10 +42,11 @@ def test_padded_prefill_greedy_matches_transformers(arch):
     _Counting.runs = 0
     r.prefill_graphs = _Counting(r.model, max_tokens=24, max_seqs=4, max_model_len=r.max_model_len,
                                  block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                                 use_graphs=False)
+                                 use_graphs=False, last_tokens=r.last_tokens)
     outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), use_tqdm=False)
     assert [o.outputs[0].token_ids for o in outs] == expected
     assert _Counting.runs > 0, "the padded prefill path was never taken"
+    assert r.num_prefills_launched > 0, "no padded prefill step was launched without waiting (overlap)"
     llm.engine.check_integrity()
 
 
