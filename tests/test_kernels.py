@@ -23,6 +23,7 @@ from tests.kernel_env import (
 )
 
 split_mod = importlib.import_module("tachyon.kernels.split_kv")
+attn_mod = importlib.import_module("tachyon.kernels.attention")
 # log(0) = -inf of an empty KV split is intended; the interpreter warns about it
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
 
@@ -193,6 +194,37 @@ def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):
     q, cache, meta, _ = make_batch(specs, Hq, Hkv, D, block_size, dtype, gen)
     out = K.attention_triton(q, cache, **meta)
     close(out, K.attention_ref(q, cache, **meta), dtype)
+
+
+PREFILL_TILES = sorted({"{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**c)
+                        for _, c in attn_mod.PREFILL_CONFIGS_BF16})
+
+
+@needs_triton
+@pytest.mark.parametrize("tile", PREFILL_TILES)
+def test_attention_prefill_table_configs(poison, monkeypatch, tile):
+    """Every config of the bf16 prefill table, forced through TACHYON_PREFILL_TILE (so the CPU interpreter runs
+    each one, in fp32), gives the reference's result on a mixed batch with cached prefixes; a malformed value
+    names the knob."""
+    monkeypatch.setenv("TACHYON_PREFILL_TILE", tile)
+    dtype = DTYPES[-1]
+    gen = torch.Generator().manual_seed(8)
+    q, cache, meta, _ = make_batch(MIXED + [(3, 40)], 8, 4, 32, 16, dtype, gen)
+    out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN))
+    close(out, K.attention_ref(q, cache, **meta), dtype)
+    monkeypatch.setenv("TACHYON_PREFILL_TILE", "64:64:4")
+    with pytest.raises(ValueError, match="TACHYON_PREFILL_TILE"):
+        K.attention_triton(q, cache, **meta)
+
+
+def test_prefill_config_by_query_length(monkeypatch):
+    """bf16 picks its tile by the step's longest query (small query tiles for short prompts); fp32 has one."""
+    monkeypatch.delenv("TACHYON_PREFILL_TILE", raising=False)
+    pick = attn_mod.prefill_config
+    assert [pick("bf16", n)["BLOCK_M"] for n in (1, 32, 33, 64, 65, 256, 257, 2048, 2049, 100_000)] == [
+        16, 16, 16, 16, 32, 32, 64, 64, 64, 64]
+    assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 2048, 2049)] == [32, 64, 64, 32]
+    assert pick("fp32", 8) == pick("fp32", 4096) == attn_mod.PREFILL_CONFIG_FP32
 
 
 def test_decode_early_exit_policy(monkeypatch):

@@ -286,8 +286,8 @@ def _prefill_kernel(
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=io_mask)
 
 
-# Launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
-# (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64; prefill 4096 551 us vs 597 us.
+# Decode launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
+# (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64. Prefill: PREFILL_CONFIGS_BF16 below.
 DECODE_CONFIG = {
     "bf16": dict(BLOCK_N=128, num_warps=4, num_stages=2),
     "fp32": dict(BLOCK_N=32, num_warps=4, num_stages=1),
@@ -300,10 +300,20 @@ DECODE_CONFIG = {
 # lost on 7B at 4,096). The fused kernel (B >= 2, fewer and longer splits) keeps 128: with 64, B=8 gained
 # 0.012 ms at 512 tokens but lost 0.050 at 4,096.
 SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
-PREFILL_CONFIG = {
-    "bf16": dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=3),
-    "fp32": dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1),
-}
+# Prefill/extend launches by the step's longest query (max_query_len, which a prefill graph sets to its token
+# bucket): a short prompt gets small query tiles, so its few tokens still spread over many programs. bf16 table
+# from benchmarks/gpu/prefill_attn_sweep.py on an H200 (one sequence, no cached prefix, in-graph time per call,
+# Qwen3-0.6B / Qwen2.5-7B head layouts); the old single config (128, 32, 4, 3) took 11.1 / 10.8 us at 128
+# tokens against 5.9 / 7.2 here, 30.4 / 33.1 against 19.9 / 20.3 at 512, and 414.5 / 554.3 against
+# 362.9 / 553.5 at 4,096 (results in benchmarks/results/prefill_session10/).
+PREFILL_CONFIGS_BF16: tuple[tuple[int, dict], ...] = (
+    (32, dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=2)),
+    (64, dict(BLOCK_M=16, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (256, dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (2048, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (1 << 62, dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3)),
+)
+PREFILL_CONFIG_FP32 = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
 
 
 def decode_early_tile(dtype: torch.dtype) -> bool:
@@ -325,6 +335,24 @@ def decode_split_align(block_n: int) -> int:
     if not env.isdigit() or int(env) < 1:
         raise ValueError(f"TACHYON_DECODE_SPLIT_ALIGN must be a positive number of keys, got {env!r}")
     return int(env)
+
+
+def prefill_config(key: str, max_query_len: int) -> dict:
+    """Launch configuration of the prefill/extend kernel for dtype `key` ("bf16" / "fp32") and the step's longest
+    query: the first PREFILL_CONFIGS_BF16 row whose limit it fits, or PREFILL_CONFIG_FP32.
+    TACHYON_PREFILL_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages overrides it (an A/B knob, read per launch: a CUDA
+    graph keeps what was in force at capture)."""
+    env = os.environ.get("TACHYON_PREFILL_TILE", "")
+    if env:
+        try:
+            block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
+        except ValueError:
+            raise ValueError(
+                f"TACHYON_PREFILL_TILE must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
+        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+    if key == "fp32":
+        return PREFILL_CONFIG_FP32
+    return next(cfg for limit, cfg in PREFILL_CONFIGS_BF16 if max_query_len <= limit)
 
 
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
@@ -386,7 +414,7 @@ def attention_triton(
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out
-    cfg = PREFILL_CONFIG[cfg_key]
+    cfg = prefill_config(cfg_key, max_query_len)
     BLOCK_G = next_pow2(G)
     BLOCK_Q = max(1, cfg["BLOCK_M"] // BLOCK_G, 16 // BLOCK_G)
     grid = (triton.cdiv(max_query_len, BLOCK_Q), B, Hkv)
