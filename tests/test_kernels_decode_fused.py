@@ -153,13 +153,32 @@ def test_triton_fp32(poison, monkeypatch, name, splits, merge):
 
 
 @needs_triton
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("splits", [1, 4, 0])
+def test_triton_early_tile(poison, monkeypatch, name, splits):
+    """TACHYON_DECODE_FUSED_EARLY_TILE=1 (each split's first tile of cached keys loaded before the PDL wait)
+    gives the reference's output and cache, whether the split holding the new key has cached keys or not."""
+    monkeypatch.setenv("TACHYON_DECODE_FUSED_EARLY_TILE", "1")
+    case = make_case(name, torch.float32)
+    if splits == 0:
+        case["max_seq_len"] = 4096
+    ref, ref_cache = run(K.decode_qkv_attention_ref, case, num_kv_splits=splits)
+    out, cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=splits)
+    close(out[:-1], ref[:-1], torch.float32)
+    check_cache(cache, ref_cache, case["kv_cache"], case, atol=1e-5)
+    assert_counters_zero()
+
+
+@needs_triton
 @pytest.mark.parametrize("tile", ["16:2:1", "64:4:2"])
 @pytest.mark.parametrize("merge", ["kernel", "inline"])
-def test_triton_tile_knob(poison, monkeypatch, tile, merge):
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_triton_tile_knob(poison, monkeypatch, tile, merge, early_tile):
     """TACHYON_DECODE_FUSED_TILE changes the key tile of split launches (and so the split lengths and which
     split holds the new key), not the result; fp32, automatic split count at a graph's max_seq_len."""
     set_merge_mode(monkeypatch, merge)
     monkeypatch.setenv("TACHYON_DECODE_FUSED_TILE", tile)
+    monkeypatch.setenv("TACHYON_DECODE_FUSED_EARLY_TILE", early_tile)
     case = dict(make_case("qwen3", torch.float32), max_seq_len=4096)
     ref, ref_cache = run(K.decode_qkv_attention_ref, case)
     out, cache = run(K.decode_qkv_attention_triton, case)
@@ -172,9 +191,12 @@ def test_triton_tile_knob(poison, monkeypatch, tile, merge):
                     "decode kernel too, whose bf16 tests are GPU-only as well)")
 @pytest.mark.parametrize("name", ["qwen2", "qwen3"])
 @pytest.mark.parametrize("merge", MERGE_MODES)
-def test_triton_bf16(poison, monkeypatch, name, merge):
-    """bf16: against the reference within bf16 error, and deterministic (each way of merging splits)."""
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_triton_bf16(poison, monkeypatch, name, merge, early_tile):
+    """bf16: against the reference within bf16 error, and deterministic (each way of merging splits, with and
+    without the early tile)."""
     set_merge_mode(monkeypatch, merge)
+    monkeypatch.setenv("TACHYON_DECODE_FUSED_EARLY_TILE", early_tile)
     case = make_case(name, torch.bfloat16)
     ref, ref_cache = run(K.decode_qkv_attention_ref, case, num_kv_splits=4)
     out, cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=4)

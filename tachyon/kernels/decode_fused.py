@@ -18,6 +18,8 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
+import os
+
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
@@ -91,6 +93,7 @@ def _decode_qkv_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
+    EARLY_TILE: tl.constexpr = False,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
@@ -99,21 +102,17 @@ def _decode_qkv_kernel(
     first tile's block ids (both depend on S only), and each tile's successor's block ids one iteration
     ahead. Outputs as _decode_kernel's: out (not SPLIT) or the partial (mid_o, mid_lse); EARLY_EXIT as
     there (an empty split returns before pdl_wait and writes nothing); INLINE as there (the last split
-    program to finish merges: no merge kernel)."""
+    program to finish merges: no merge kernel). EARLY_TILE: the split's first tile of cached keys (block ids,
+    K and V) is loaded before pdl_wait, as the dedicated kernel's EARLY_TILE (cached keys were written by
+    earlier steps; this step's key is never read from the cache here)."""
     pdl_trigger(PDL)
     b = tl.program_id(0)
     hk = tl.program_id(1)
     sp = tl.program_id(2)
+    S = tl.load(seq_lens_ptr + b)  # a step input (copied from the host): safe before pdl_wait
     if EARLY_EXIT:
-        S0 = tl.load(seq_lens_ptr + b)
-        if sp * _split_len(S0, num_splits, BLOCK_N) >= S0:
+        if sp * _split_len(S, num_splits, BLOCK_N) >= S:
             return
-    pdl_wait(PDL)
-    row = qkv_ptr + b.to(tl.int64) * stride_qkv
-    xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
-    xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
-    v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0)
-    S = tl.load(seq_lens_ptr + b)
     last = S - 1
     if SPLIT:
         split_len = _split_len(S, num_splits, BLOCK_N)
@@ -127,13 +126,24 @@ def _decode_qkv_kernel(
     gmask = g < G
     dmask = d < D
     heads = hk * G + g
+    bt_row = bt_ptr + b * stride_bt
+    cached_end = tl.minimum(end, last)
+    first = start
+    if EARLY_TILE:
+        blk0 = _block_ids(bt_row, start, cached_end, PAGE, BLOCK_N)
+        k0, v0, nmask0 = _kv_tile(cache_ptr, blk0, start, cached_end, hk, d, dmask,
+                                  stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+        first = start + BLOCK_N
+    pdl_wait(PDL)
+    row = qkv_ptr + b.to(tl.int64) * stride_qkv
+    xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
+    xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
+    v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0)
     m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_G], tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
     if start < end:
-        bt_row = bt_ptr + b * stride_bt
-        cached_end = tl.minimum(end, last)
-        blk_next = _block_ids(bt_row, start, cached_end, PAGE, BLOCK_N)
+        blk_next = _block_ids(bt_row, first, cached_end, PAGE, BLOCK_N)
         dd = d[None, :]
         in_rot = dd < ROT
         j = tl.where(dd < HALF, dd, dd - HALF)
@@ -146,7 +156,12 @@ def _decode_qkv_kernel(
         else:
             qw, qwp, kw, kwp = c, c, c, c  # unused
         q = _norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
-        for n0 in range(start, cached_end, BLOCK_N):
+        if EARLY_TILE:
+            if start < cached_end:  # the preloaded tile holds at least one cached key
+                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0), input_precision=PREC) * scale, float("-inf"))
+                p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+                acc = acc * alpha[:, None] + tl.dot(p.to(v0.dtype), v0, input_precision=PREC)
+        for n0 in range(first, cached_end, BLOCK_N):
             blk = blk_next
             blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
             k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
@@ -217,6 +232,7 @@ def decode_qkv_attention_triton(
         return out
     plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=True)
     cfg = decode_config("fp32" if qkv.dtype == torch.float32 else "bf16", plan.splits > 1, fused=True)
+    early_tile = os.environ.get("TACHYON_DECODE_FUSED_EARLY_TILE", "0") == "1"
     pdl = pdl_args(qkv.device)
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
@@ -229,7 +245,7 @@ def decode_qkv_attention_triton(
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
-        num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
+        num_stages=cfg["num_stages"], EARLY_TILE=early_tile, **plan.kernel_args(), **pdl,
     )
     plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out
