@@ -58,6 +58,7 @@ def main() -> None:
     ap.add_argument("--variants", default="auto")
     ap.add_argument("--batches", default="1")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--tail", action="store_true", help="print the first step's last 24 kernels")
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--sampling", default="greedy", help="greedy and/or top_p (temperature 0.7, top-p 0.9), "
                     "comma-separated")
@@ -104,10 +105,16 @@ def main() -> None:
                     "kernels_per_step": len(ev) / args.replays,
                     "contribution_us": per,
                     "first_kernels": [(n[:40], round(s - t0, 2), round(e - t0, 2)) for n, s, e in ev[:40]],
+                    # the first replayed step's last kernels: the logits, sampling and output tail
+                    "last_kernels": [(n[:40], round(s - t0, 2), round(e - t0, 2))
+                                     for n, s, e in ev[max(0, len(ev) // args.replays - 24): len(ev) // args.replays]],
                 }
                 top = ", ".join(f"{k[:28]} {v:.0f}" for k, v in list(per.items())[:8])
                 step = (ev[-1][2] - t0) / args.replays
                 print(f"{args.shape} {name} B={b} {mode}: {step:.1f} us/step; {top}", flush=True)
+                if args.tail:
+                    for n, s, e in res["variants"][name][key]["last_kernels"]:
+                        print(f"    {s:9.2f} {e:9.2f}  {n}", flush=True)
             g.release()
         tag = f"_spread{args.context_spread}" if args.context_spread else ""
         (out / f"step_trace_{args.shape}{tag}.json").write_text(json.dumps(res, indent=1))
