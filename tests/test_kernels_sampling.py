@@ -257,6 +257,46 @@ def test_sampling_greedy_and_top1_exact(impl):
     assert torch.equal(fn(logits, **params), logits.argmax(-1))
 
 
+# (temperature, top_k, top_p, min_p) of one row, and whether it is greedy or unfiltered; V = 300 below
+ROW_CLASSES = [((0.0, 0, 0.5, 0.3), True), ((GREEDY_EPS / 2, 50, 1.0, 0.0), True), ((0.9, 1, 0.5, 0.2), True),
+               ((0.9, 0, 1.0, 0.0), True), ((1.3, 300, 1.0, 0.0), True), ((0.9, -1, 1.0, 0.0), True),
+               ((0.9, 2, 1.0, 0.0), False), ((0.9, 299, 1.0, 0.0), False), ((0.9, 0, 0.999, 0.0), False),
+               ((0.9, 0, 1.0, 1e-6), False), ((2 * GREEDY_EPS, 0, 0.5, 0.0), False)]
+
+
+@pytest.mark.parametrize("row,expected", ROW_CLASSES)
+def test_row_is_unfiltered_classes(row, expected):
+    """The host's class of a row (which decode graph may skip the filter kernels) is the kernels' one:
+    greedy (T < GREEDY_EPS or top_k == 1) or no top-k (<= 0 or >= V), top-p (>= 1) or min-p (<= 0) filter."""
+    sampling = importlib.import_module("tachyon.kernels.sampling")
+    assert sampling.row_is_unfiltered(*row, vocab_size=300) is expected
+
+
+@needs_triton
+def test_unfiltered_launch_same_tokens(poison):
+    """Greedy and unfiltered rows (the classes above, seeded, several steps): the reduced launch
+    (unfiltered=True: stats and finish only) gives the full launch's tokens, bit for bit."""
+    gen = torch.Generator().manual_seed(12)
+    rows = [r for r, unfiltered in ROW_CLASSES if unfiltered]
+    B, V = len(rows), 300
+    logits = torch.randn(B, V, generator=gen).to(DEV)
+    params = dict(
+        temperature=torch.tensor([r[0] for r in rows], device=DEV),
+        top_k=torch.tensor([r[1] for r in rows], dtype=torch.int32, device=DEV),
+        top_p=torch.tensor([r[2] for r in rows], device=DEV),
+        min_p=torch.tensor([r[3] for r in rows], device=DEV),
+        seeds=torch.arange(40, 40 + B, dtype=torch.int64, device=DEV),
+        steps=torch.zeros(B, dtype=torch.int64, device=DEV),
+    )
+    for step in range(3):
+        params["steps"].fill_(step)
+        full = K.sample_triton(logits, **params)
+        reduced = K.sample_triton(logits, **params, out=torch.full((B,), -7, dtype=torch.int64, device=DEV),
+                                  unfiltered=True)
+        assert torch.equal(reduced, full)
+        assert torch.equal(reduced[:3], logits[:3].argmax(-1))  # the greedy rows
+
+
 @needs_triton
 @pytest.mark.parametrize("k,p,mp", [(20, 0.9, 0.01), (0, 0.9, 0.0)])  # the exact search; the fast path
 def test_sampling_batch_independent_and_seeded(k, p, mp):

@@ -207,10 +207,13 @@ def sample(
     seeds: torch.Tensor,
     steps: torch.Tensor,
     out: torch.Tensor | None = None,
+    unfiltered: bool = False,
 ) -> torch.Tensor:
-    """Token ids int64 [B] (sampling.py); written into `out` (int64 [B], contiguous) and returned when given."""
+    """Token ids int64 [B] (sampling.py); written into `out` (int64 [B], contiguous) and returned when given.
+    `unfiltered`: every row is greedy or has no top-k / top-p / min-p filter (sampling.row_is_unfiltered), so
+    the Triton path launches fewer kernels; the tokens are the same."""
     fn = sample_triton if use_triton(logits) else sample_ref
-    return fn(logits, temperature, top_k, top_p, min_p, seeds, steps, out=out)
+    return fn(logits, temperature, top_k, top_p, min_p, seeds, steps, out=out, unfiltered=unfiltered)
 
 
 __all__ = [

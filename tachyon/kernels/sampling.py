@@ -43,9 +43,11 @@ that has one. Each race's winner is an exact draw from softmax(s), so the first 
 set is a draw from the filtered distribution (rejection sampling); a row where all R miss (probability
 <= (1 - top_p)^R) takes the exact search below, with stream 0: the mixture is still that distribution.
 It replaces the histogram, bracket and candidate passes (the costly ones) for almost every top-p row.
-So: 4 launches (6 with the fast path) and 3 chunked passes over the logits per step whatever the size of
-the kept set (the row's max and min, its histogram, then the compaction and race), instead of one program per row
-walking the row ~14 times when the kept set is large. Why brackets and not an exact radix select:
+A batch whose rows are all greedy or unfiltered (`unfiltered=True`, the caller's guarantee) launches stats
+and finish only: the other kernels would skip every row. Otherwise: 4 launches (6 with the fast path) and
+3 chunked passes over the logits per step whatever the size of the kept set (the row's max and min, its
+histogram, then the compaction and race), instead of one program per row walking the row ~14 times when the
+kept set is large. Why brackets and not an exact radix select:
 Triton has no shared-memory atomics, so a per-bin *mass* histogram costs ~NB operations per token
 (one-hot sums), while a count histogram (tl.histogram) costs a few; count-derived mass bounds are
 tight enough to leave ~0.1-1% of a flat row (and a handful of tokens of a peaked one) to the exact
@@ -62,6 +64,7 @@ lg2.approx (`_gumbel_fast`, within 2e-6 of the exact noise) instead of libdevice
 and race: they pick candidates for the rejection test only, so their scores never meet the main race's.
 """
 
+import numpy as np
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, require_triton, sm_count, triton
@@ -98,6 +101,16 @@ def mix_seeds(seeds: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     return (s + 2685821657736338717) & _MASK63
 
 
+def row_is_unfiltered(temperature: float, top_k: int, top_p: float, min_p: float, vocab_size: int) -> bool:
+    """Host mirror of the kernels' row classes (sampling_device._row_params, on the same fp32 values): True for a
+    greedy row or a row drawn from the whole softmax (no top-k, top-p or min-p filter), whose token the stats
+    and finish kernels alone give (`sample_triton(..., unfiltered=True)`)."""
+    t, p, mp = np.float32(temperature), np.float32(top_p), np.float32(min_p)
+    if t < np.float32(GREEDY_EPS) or top_k == 1:
+        return True
+    return not (1 < top_k < vocab_size) and not p < 1.0 and not mp > 0.0
+
+
 def sample_ref(
     logits: torch.Tensor,
     temperature: torch.Tensor,
@@ -107,9 +120,11 @@ def sample_ref(
     seeds: torch.Tensor,
     steps: torch.Tensor,
     out: torch.Tensor | None = None,
+    unfiltered: bool = False,
 ) -> torch.Tensor:
     """Plain torch; sorts only rows that use top-p (top-k rows use torch.topk). The tokens are copied into
-    `out` (int64 [B]) and it is returned, when given."""
+    `out` (int64 [B]) and it is returned, when given. `unfiltered` (a launch hint of the Triton path) changes
+    nothing here."""
     tokens = _sample_rows_ref(logits, temperature, top_k, top_p, min_p, seeds, steps)
     return tokens if out is None else out.copy_(tokens)
 
@@ -163,12 +178,15 @@ def sample_triton(
     steps: torch.Tensor,
     thresholds: tuple[torch.Tensor, torch.Tensor] | None = None,
     out: torch.Tensor | None = None,
+    unfiltered: bool = False,
 ) -> torch.Tensor:
     """Triton: stats, histogram, bracket / compact and finish kernels (see the module docstring).
     `thresholds` (int32 [B], fp32 [B]), if given, receive each filtered row's key threshold and min-p
     logit bound, which define its kept set (tests read them); the rejection fast path is then off, so
     that every row's kept set is computed. `out` (int64 [B], contiguous), if given, receives the tokens
-    (the finish kernel writes it directly) and is returned."""
+    (the finish kernel writes it directly) and is returned. `unfiltered`: the caller guarantees that every
+    row is greedy or unfiltered (`row_is_unfiltered`); only the stats and finish kernels are launched (the
+    others would skip every such row), the same tokens two to four launches sooner."""
     require_triton()
     B, V = logits.shape
     dev = logits.device
@@ -195,7 +213,7 @@ def sample_triton(
     stat, part_s, rowf, cand_s = _aligned_split(torch.float32, [2 * B * nchunk, B * nchunk, 8 * B, B * cap], dev)
     part_i, hist, rowh, hist2, cnt, rowi, cand_i = _aligned_split(
         torch.int32, [B * nchunk, B * nchunk * NB, B * NB, 2 * B * NB, 2 * B, 8 * B, B * cap], dev)
-    fast = FAST_RACES > 0 and not thresholds_given
+    fast = FAST_RACES > 0 and not thresholds_given and not unfiltered
     R = FAST_RACES if fast else 1
     assert R & (R - 1) == 0, "FAST_RACES must be a power of two"
     fast_s, fastw_s = _aligned_split(torch.float32, [B * R * nchunk, B * R], dev)
@@ -212,12 +230,13 @@ def sample_triton(
                                    R=R, num_warps=8, FAST_LOG=dev.type != "cpu", **opts)
         _fastmass_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, fast_s, fast_i, fastw_s, fastw_i, fastacc,
                                       V, chunk, nchunk, CPAD=cpad, R=R, num_warps=8, **opts)
-    _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, fastacc, fastw_s,
-                              fastw_i, fast_tok, V, chunk, nchunk, CPAD=cpad, NB=NB, FAST=fast, R=R, num_warps=4,
-                              **opts)
-    _select_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowh,
-                                rowacc, hist, hist2, cnt, cand_s, cand_i, fast_tok, V, chunk, nchunk, cap, NB=NB,
-                                num_warps=4, **opts)
+    if not unfiltered:
+        _hist_kernel[(B, nchunk)](logits, logits.stride(0), *rows, stat, rowf, rowh, rowacc, hist, fastacc, fastw_s,
+                                  fastw_i, fast_tok, V, chunk, nchunk, CPAD=cpad, NB=NB, FAST=fast, R=R, num_warps=4,
+                                  **opts)
+        _select_kernel[(B, nchunk)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowh,
+                                    rowacc, hist, hist2, cnt, cand_s, cand_i, fast_tok, V, chunk, nchunk, cap, NB=NB,
+                                    num_warps=4, **opts)
     _finish_kernel[(B,)](logits, logits.stride(0), *rows, seeds, steps, part_s, part_i, rowf, rowi, rowacc, hist2,
                          cand_s, cand_i, fast_tok, out, key_thr, s_min, V, nchunk, cap, CPAD=cpad, NB=NB,
                          BLOCK_C=max(16, min(1024, next_pow2(cap))), WAYS=SEARCH_WAYS, num_warps=8, **opts)

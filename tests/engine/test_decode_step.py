@@ -73,3 +73,47 @@ def test_decode_step_writes_no_step_input_and_only_its_own_kv_slots(tiny_llama):
         new, old = new.view(2, 4 * block, -1), old.view(2, 4 * block, -1)
         assert torch.equal(new[:, ~own], old[:, ~own]), "the step wrote KV slots other than its own tokens'"
         assert not torch.equal(new[:, own], old[:, own])
+
+
+class _FakeGraph:
+    def __init__(self, log: list, name: str):
+        self.log, self.name = log, name
+
+    def replay(self):
+        self.log.append(self.name)
+
+
+def test_run_replays_the_unfiltered_twin_only_when_every_row_allows(tiny_llama):
+    """`run` picks the reduced-sampler twin of a bucket only if every request is greedy or unfiltered (the
+    padding rows are greedy); any filtered row (top-k, top-p, min-p at a non-zero temperature) takes the full
+    graph, as does a bucket without a twin; the outputs returned are the replayed graph's."""
+    from tachyon import SamplingParams
+    from tachyon.engine.request import Request
+
+    model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
+    runner = DecodeGraphRunner(model, max_batch=16, max_model_len=64, block_size=16, vocab_size=spec.vocab_size,
+                               device=torch.device("cpu"), last_tokens=torch.zeros(16, dtype=torch.int64))
+    log: list[str] = []
+    for b in runner.buckets:
+        runner.graphs[b] = _FakeGraph(log, f"full{b}")
+        runner.outputs[b] = (torch.full((b, 3), float(b)), torch.full((b,), b))
+        if b <= 8:
+            runner.unfiltered_graphs[b] = _FakeGraph(log, f"twin{b}")
+            runner.unfiltered_outputs[b] = (torch.full((b, 3), -float(b)), torch.full((b,), -b))
+
+    def req(i: int, **kw) -> Request:
+        r = Request(str(i), [3, 4, 5], SamplingParams(max_tokens=4, **kw), eos_token_ids=[], max_model_len=64,
+                    sample_seed=i)
+        r.block_ids = [i]
+        return r
+
+    plain = [dict(temperature=0.0, top_p=0.5), dict(temperature=0.8), dict(temperature=0.8, top_k=1),
+             dict(temperature=1.2, top_k=0)]
+    for kw in plain:
+        logits, tokens = runner.run([req(0, **kw), req(1, temperature=0.0)], [-1, -1])
+        assert log[-1] == "twin2" and tokens.tolist() == [-2, -2] and logits.shape == (2, 3)
+    for kw in (dict(temperature=0.8, top_p=0.9), dict(temperature=0.8, top_k=5), dict(temperature=0.8, min_p=0.1)):
+        runner.run([req(0, temperature=0.0), req(1, **kw), req(2, temperature=0.0)], [-1, -1, -1])
+        assert log[-1] == "full4"
+    _, tokens = runner.run([req(i, temperature=0.0) for i in range(9)], [-1] * 9)
+    assert log[-1] == "full16" and tokens.tolist() == [16] * 9  # no twin above UNFILTERED_MAX_BATCH
