@@ -90,7 +90,7 @@ def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
     ref = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, enforce_eager=True)
-    ref_out = ref.generate(prompts, sp.clone(logprobs=2), use_tqdm=False)
+    ref_out = ref.generate(prompts, sp.clone(logprobs=20), use_tqdm=False)
     b = [o.outputs[0].token_ids for o in ref_out]
     del ref
     gc.collect()
@@ -103,10 +103,13 @@ def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
         if i is None:
             gaps.append(None)
             continue
-        top = sorted(ref_out[k].outputs[0].logprobs[i].values(), key=lambda lp: -lp.logprob)[:2]
-        fast_tok_is_ref_second = a[k][i] in ref_out[k].outputs[0].logprobs[i] and a[k][i] != b[k][i]
-        gaps.append(dict(pos=i, top2_logprob_gap=top[0].logprob - top[1].logprob,
-                         fast_token_in_ref_top2=fast_tok_is_ref_second))
+        lps = ref_out[k].outputs[0].logprobs[i]
+        ranked = sorted(lps, key=lambda t: -lps[t].logprob)
+        top = [lps[t].logprob for t in ranked[:2]]
+        rank = ranked.index(a[k][i]) + 1 if a[k][i] in lps else None  # the fast token among the ref's top 20
+        gaps.append(dict(pos=i, top2_logprob_gap=top[0] - top[1], fast_token_in_ref_top2=rank is not None and rank <= 2,
+                         fast_token_ref_rank=rank,
+                         fast_token_ref_gap=None if rank is None else top[0] - lps[a[k][i]].logprob))
     return dict(shape=shape, dtype=dtype, batch=1 if single else len(prompts), identical=a == b,
                 first_divergence=first_div, divergence_gaps=gaps)
 

@@ -38,5 +38,13 @@ else
   done
   timeout 200 python3 -m pytest -q tests/test_kernels_gemv.py tests/test_kernels_embedding.py tests/test_kernels.py \
     tests/test_kernels_decode_fused.py tests/test_kernels_sampling.py 2>&1 | tail -2 | tee $R/gpu_tests.txt
+  pack
+  # 7B parity at batch 1 with the fast token's rank and log-prob gap under the reference, with the prefill
+  # attention table and with the single config it replaced (is a new divergence the prefill tile's rounding?)
+  timeout 110 python3 benchmarks/gpu/engine_smoke.py --shapes qwen2.5-7b --workloads bs1 --parity --parity-single \
+    --tag _parity --out $R/smoke 2>&1 | f | grep -i "parity\|identical" | tail -2
+  pack
+  TACHYON_PREFILL_TILE=128:32:4:3 timeout 110 python3 benchmarks/gpu/engine_smoke.py --shapes qwen2.5-7b \
+    --workloads bs1 --parity --parity-single --tag _parity_oldtile --out $R/smoke 2>&1 | f | grep -i "parity\|identical" | tail -2
 fi
 pack
