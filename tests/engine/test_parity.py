@@ -48,6 +48,9 @@ def test_greedy_matches_transformers(arch_case, setup):
     assert got == expected
     if "preempt" in setup:
         assert llm.engine.scheduler.num_preemptions > 0, "the small cache should have forced preemption"
-    for launched in (llm.engine.runner.num_launched, llm.engine.runner.num_prefills_launched):
+    runner = llm.engine.runner
+    # a 7-token budget leaves no whole prefill without pending decodes beside it: only decodes launch there
+    counts = [runner.num_launched] + ([] if setup == "chunked" else [runner.num_prefills_launched])
+    for launched in counts:
         assert (launched == 0) if setup.startswith("sync") else (launched > 0), "overlap path use"
     llm.engine.check_integrity()
