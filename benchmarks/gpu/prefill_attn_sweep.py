@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.profile_step import graph_replay_ms  # noqa: E402
+
 attn = importlib.import_module("tachyon.kernels.attention")  # the module (tachyon.kernels.attention is a function)
 
 HEADS = {"qwen3-0.6b": (16, 8), "qwen2.5-7b": (28, 4)}
@@ -48,22 +50,14 @@ def case(hq: int, hkv: int, lens: list[int], dev: torch.device):
 
 
 def time_call(fn, calls: int = 10, replays: int = 20) -> float:
-    """us per call: `calls` calls captured in one graph, replayed."""
+    """us per call: `calls` calls captured in one graph, replayed (profile_step.graph_replay_ms)."""
     fn()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(calls):
             fn()
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(replays):
-        g.replay()
-    b.record()
-    torch.cuda.synchronize()
-    return 1e3 * a.elapsed_time(b) / (replays * calls)
+    return 1e3 * graph_replay_ms(g, replays) / calls
 
 
 def main() -> None:

@@ -28,8 +28,9 @@ BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384
 # (models/prefetch.py), TACHYON_L2_PREFETCH_MB of them per layer (read at capture; 0: off)
 L2_PREFETCH_MAX_BATCH = 16
 L2_PREFETCH_MB = 0
-# buckets up to this size get the unfiltered-sampling twin graph: at Qwen3-0.6B batch 1 it skips four sampler
-# launches (~2.8 us of a 0.66 ms step); at large batches the step is long and the twin not worth its capture
+# buckets up to this size get the unfiltered-sampling twin graph: it skips four sampler launches (H200, Qwen3-0.6B
+# batch 1: TPOT 0.661 -> 0.652 ms, benchmarks/results/prefill_session10/final10a_3e95489/gaps_*); at large
+# batches the step is long and the twin not worth its capture
 UNFILTERED_MAX_BATCH = 8
 
 
