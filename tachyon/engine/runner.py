@@ -243,7 +243,8 @@ class ModelRunner:
         Returns at once; `PendingStep.tokens()` waits."""
         reqs = sched.requests
         bs = len(reqs)
-        if self._graph_eligible(sched):
+        # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible), more is a prefill
+        if max(sched.num_new_tokens) == 1:
             self._launch_decode(sched)
         else:
             self._launch_prefill(sched)
