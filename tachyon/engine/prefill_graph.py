@@ -10,9 +10,9 @@ most `max_tokens` tokens over at most `max_seqs` requests, and no request wants 
 sequence; padding sequences have no query tokens and seq_len 0, and draw greedily from row 0),
 replays, and returns the logits and drawn token of each request's last scheduled token ([n, V]
 fp32, [n] int64 on the device, valid until the next run), whether or not that request samples this
-step. Given `last_tokens` (int64, at least `max_seqs` long; the runner's overlap feed), the drawn tokens
-are written into its first rows (padding rows included) and returned as a view of it: a decode step
-launched next can read them there without a host round trip. The graphs read only the staging
+step. The drawn tokens are written into the first rows of `last_tokens` (int64, at least `max_seqs` long;
+the runner's overlap feed; padding rows included) and returned as a view of it: a decode step launched
+next can read them there without a host round trip. The graphs read only the staging
 buffers owned here and the KV cache bound to the model: capture after the cache is allocated, never
 free it. Without graphs (`use_graphs=False`, or a
 non-CUDA device) `run` executes the same padded step eagerly, which is what CPU tests check.
@@ -35,8 +35,8 @@ SEQ_BUCKETS = (1, 2, 4, 8)
 
 class PrefillGraphRunner:
     def __init__(self, model: torch.nn.Module, *, max_tokens: int, max_seqs: int, max_model_len: int,
-                 block_size: int, vocab_size: int, device: torch.device, use_graphs: bool = True,
-                 last_tokens: torch.Tensor | None = None):
+                 block_size: int, vocab_size: int, device: torch.device, last_tokens: torch.Tensor,
+                 use_graphs: bool = True):
         if max_tokens < 2 or max_seqs < 1:
             raise ValueError(f"prefill graphs need max_tokens >= 2 and max_seqs >= 1, got {max_tokens}, {max_seqs}")
         self.model = model
@@ -60,7 +60,7 @@ class PrefillGraphRunner:
         self.buf = self.staging.device
         # one logits buffer for every graph (the fp32 conversion writes it: no extra kernel)
         self.logits = torch.zeros(B, vocab_size, dtype=torch.float32, device=device)
-        if last_tokens is not None and (last_tokens.dtype != torch.int64 or last_tokens.numel() < max_seqs):
+        if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_seqs:
             raise ValueError(f"last_tokens must be int64 with at least max_seqs={max_seqs} rows")
         self.last_tokens = last_tokens
         self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
@@ -85,9 +85,8 @@ class PrefillGraphRunner:
         hidden = self.model(buf["input_ids"][:t], buf["positions"][:t], meta)
         logits = self.logits[:b]
         logits.copy_(self.model.compute_logits(hidden[buf["rows"][:b]]))
-        out = self.last_tokens[:b] if self.last_tokens is not None else None
         return kernels.sample(logits, buf["temperature"][:b], buf["top_k"][:b], buf["top_p"][:b], buf["min_p"][:b],
-                              buf["seeds"][:b], buf["steps"][:b], out=out)
+                              buf["seeds"][:b], buf["steps"][:b], out=self.last_tokens[:b])
 
     def _fill(self, sched: SchedulerOutput, t: int, b: int) -> None:
         """Write the padded batch into the current host set and upload it (one copy)."""

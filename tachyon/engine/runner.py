@@ -276,9 +276,7 @@ class ModelRunner:
         """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]."""
         self.num_prefills_launched += 1
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
-            _, tokens = self.prefill_graphs.run(sched)
-            if tokens.data_ptr() != self.last_tokens.data_ptr():  # a runner not built on last_tokens
-                self.last_tokens[: len(tokens)].copy_(tokens)
+            self.prefill_graphs.run(sched)  # built on last_tokens: its sampler writes them there
             return
         batch = build_batch(sched, self.block_size, self.device)
         hidden = self.model(batch.input_ids, batch.positions, batch.meta)

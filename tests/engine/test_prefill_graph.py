@@ -16,7 +16,8 @@ from tests.hf_oracle import hf_greedy, hf_model
 def _padded_runner(llm: LLM, max_tokens: int = 64, max_seqs: int = 4) -> PrefillGraphRunner:
     r = llm.engine.runner
     return PrefillGraphRunner(r.model, max_tokens=max_tokens, max_seqs=max_seqs, max_model_len=r.max_model_len,
-                              block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device, use_graphs=False)
+                              block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                              last_tokens=torch.zeros(max_seqs, dtype=torch.int64), use_graphs=False)
 
 
 class _Counting(PrefillGraphRunner):
@@ -42,7 +43,7 @@ def test_padded_prefill_greedy_matches_transformers(arch):
     _Counting.runs = 0
     r.prefill_graphs = _Counting(r.model, max_tokens=24, max_seqs=4, max_model_len=r.max_model_len,
                                  block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                                 use_graphs=False, last_tokens=r.last_tokens)
+                                 last_tokens=r.last_tokens, use_graphs=False)
     outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=6, ignore_eos=True), use_tqdm=False)
     assert [o.outputs[0].token_ids for o in outs] == expected
     assert _Counting.runs > 0, "the padded prefill path was never taken"
