@@ -23,7 +23,7 @@ from tests.kernel_env import (
 )
 
 split_mod = importlib.import_module("tachyon.kernels.split_kv")
-attn_mod = importlib.import_module("tachyon.kernels.attention")
+attn_cfg = importlib.import_module("tachyon.kernels.attention_config")
 # log(0) = -inf of an empty KV split is intended; the interpreter warns about it
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
 
@@ -197,7 +197,7 @@ def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):
 
 
 PREFILL_TILES = sorted({"{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**c)
-                        for _, c in attn_mod.PREFILL_CONFIGS_BF16})
+                        for _, c in attn_cfg.PREFILL_CONFIGS_BF16})
 
 
 @needs_triton
@@ -220,11 +220,11 @@ def test_attention_prefill_table_configs(poison, monkeypatch, tile):
 def test_prefill_config_by_query_length(monkeypatch):
     """bf16 picks its tile by the step's longest query (small query tiles for short prompts); fp32 has one."""
     monkeypatch.delenv("TACHYON_PREFILL_TILE", raising=False)
-    pick = attn_mod.prefill_config
+    pick = attn_cfg.prefill_config
     assert [pick("bf16", n)["BLOCK_M"] for n in (1, 32, 33, 64, 65, 256, 257, 2048, 2049, 100_000)] == [
         16, 16, 16, 16, 32, 32, 64, 64, 64, 64]
     assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 2048, 2049)] == [32, 64, 64, 32]
-    assert pick("fp32", 8) == pick("fp32", 4096) == attn_mod.PREFILL_CONFIG_FP32
+    assert pick("fp32", 8) == pick("fp32", 4096) == attn_cfg.PREFILL_CONFIG_FP32
 
 
 def test_decode_early_exit_policy(monkeypatch):

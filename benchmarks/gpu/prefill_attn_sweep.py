@@ -1,6 +1,6 @@
 """Prefill attention launch configurations by prompt length: the Triton prefill kernel's time per call for one
 sequence of T new tokens (no cached prefix) under each (BLOCK_M, BLOCK_N, num_warps, num_stages) candidate, the
-single config used before the length table (128:32:4:3) and the table's choice (attention.prefill_config), for
+single config used before the length table (128:32:4:3) and the table's choice (attention_config.prefill_config), for
 the query/KV head layouts of Qwen3-0.6B (16/8) and Qwen2.5-7B (28/4), head dim 128, bf16, 16-token pages. Calls
 are timed inside a CUDA graph (10 back-to-back calls per replay), as the engine's prefill graphs run them. Also
 one batch of 8 sequences of 32 tokens (seed8-shaped).
@@ -25,6 +25,7 @@ import torch  # noqa: E402
 from benchmarks.gpu.profile_step import graph_replay_ms  # noqa: E402
 
 attn = importlib.import_module("tachyon.kernels.attention")  # the module (tachyon.kernels.attention is a function)
+attn_cfg = importlib.import_module("tachyon.kernels.attention_config")
 
 HEADS = {"qwen3-0.6b": (16, 8), "qwen2.5-7b": (28, 4)}
 D, PAGE = 128, 16
@@ -86,7 +87,7 @@ def main() -> None:
                 except Exception as e:  # a config that cannot compile (shared memory) is reported, not fatal
                     row[key] = f"failed: {type(e).__name__}"
             os.environ.pop("TACHYON_PREFILL_TILE")
-            table = attn.prefill_config("bf16", max(lens))
+            table = attn_cfg.prefill_config("bf16", max(lens))
             row["table"] = row["{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**table)]
             res["us"][f"{shape} T={name}"] = row
             ok = {k: v for k, v in row.items() if isinstance(v, float) and k != "table"}

@@ -9,6 +9,7 @@ Writes kernels.json and kernels.md to --out (default $OUT or ./out); prints the 
 """
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -274,7 +275,7 @@ SWEEP: list[dict] = []
 @guarded
 def sweep_attention(gen):
     """Time alternative launch configurations of the attention kernels (results go to 'sweep')."""
-    am = sys.modules["tachyon.kernels.attention"]
+    am = importlib.import_module("tachyon.kernels.attention_config")
     cases = {
         "prefill": ([(0, 4096)], [(128, 64, 8, 2), (128, 64, 8, 3), (128, 128, 8, 2), (64, 64, 4, 2),
                                   (64, 64, 4, 3), (128, 32, 4, 3), (128, 64, 4, 3), (64, 128, 8, 2)]),

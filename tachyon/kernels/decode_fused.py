@@ -18,12 +18,11 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
 """
 
-import os
-
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
-from tachyon.kernels.attention import _softmax_step, attention_ref, decode_config
+from tachyon.kernels.attention import _softmax_step, attention_ref
+from tachyon.kernels.attention_config import decode_config, decode_fused_early_tile
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, _norm_weights, qkv_post_ref
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
@@ -232,7 +231,6 @@ def decode_qkv_attention_triton(
         return out
     plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=True)
     cfg = decode_config("fp32" if qkv.dtype == torch.float32 else "bf16", plan.splits > 1, fused=True)
-    early_tile = os.environ.get("TACHYON_DECODE_FUSED_EARLY_TILE", "0") == "1"
     pdl = pdl_args(qkv.device)
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
@@ -245,7 +243,7 @@ def decode_qkv_attention_triton(
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
-        num_stages=cfg["num_stages"], EARLY_TILE=early_tile, **plan.kernel_args(), **pdl,
+        num_stages=cfg["num_stages"], EARLY_TILE=decode_fused_early_tile(), **plan.kernel_args(), **pdl,
     )
     plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out

@@ -1,0 +1,101 @@
+"""Launch configurations of the attention kernels (attention.py, decode_fused.py) and the environment knobs
+that override them for A/B runs. Every knob is read per launch, so a CUDA graph keeps what was in force at
+its capture. The tables' figures are H200 measurements; each names its evidence.
+"""
+
+import os
+
+import torch
+
+# Decode launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
+# (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64. Prefill: PREFILL_CONFIGS_BF16 below.
+DECODE_CONFIG = {
+    "bf16": dict(BLOCK_N=128, num_warps=4, num_stages=2),
+    "fp32": dict(BLOCK_N=32, num_warps=4, num_stages=1),
+}
+# bf16 launches of the dedicated decode kernel whose context is split (in the engine: batch 1): 64-key tiles,
+# so a short context spreads over twice the programs (a split's latency is that of its first tiles).
+# Decode-step replays on the H200 (benchmarks/results/decode_fused_session7/), against 128: Qwen2.5-7B bs1
+# 3.819 -> 3.790 ms at a 512-token context, 3.931 -> 3.876 at 4,096 (graphs sized for 32,768); Qwen3-0.6B bs1
+# 0.807 -> 0.788. 32- and 16-key tiles were no better on 7B (16 won on 0.6B bs1 at 512 tokens, 0.764, and
+# lost on 7B at 4,096). The fused kernel (B >= 2, fewer and longer splits) keeps 128: with 64, B=8 gained
+# 0.012 ms at 512 tokens but lost 0.050 at 4,096.
+SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
+# Prefill/extend launches by the step's longest query (max_query_len, which a prefill graph sets to its token
+# bucket): a short prompt gets small query tiles, so its few tokens still spread over many programs. bf16 table
+# from benchmarks/gpu/prefill_attn_sweep.py on an H200 (one sequence, no cached prefix, in-graph time per call,
+# Qwen3-0.6B / Qwen2.5-7B head layouts); the old single config (128, 32, 4, 3) took 11.1 / 10.8 us at 128
+# tokens against 5.9 / 7.2 here, 30.4 / 33.1 against 19.9 / 20.3 at 512, and 414.5 / 554.3 against
+# 362.9 / 553.5 at 4,096 (results in benchmarks/results/prefill_session10/).
+PREFILL_CONFIGS_BF16: tuple[tuple[int, dict], ...] = (
+    (32, dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=2)),
+    (64, dict(BLOCK_M=16, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (256, dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (2048, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (1 << 62, dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3)),
+)
+PREFILL_CONFIG_FP32 = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+
+
+def decode_early_tile(dtype: torch.dtype) -> bool:
+    """Whether the dedicated decode kernel's split launches load each split's first K/V tile (all but the step's
+    own key) before their PDL wait, overlapping the kernel before (qkv_post). Default: 16-bit caches (an fp32
+    tile held across the wait spills: 255 registers); TACHYON_DECODE_EARLY_TILE=1 / 0 forces it (tests run
+    the fp32 interpreter through it)."""
+    env = os.environ.get("TACHYON_DECODE_EARLY_TILE", "")
+    return env == "1" if env in ("0", "1") else dtype != torch.float32
+
+
+def decode_split_align(block_n: int) -> int:
+    """Keys that the dedicated decode kernel's split lengths are multiples of: BLOCK_N by default;
+    TACHYON_DECODE_SPLIT_ALIGN=n (an A/B knob, read per launch: a CUDA graph keeps what was in force at
+    capture) makes a short context spread over more splits without shrinking the key tile."""
+    env = os.environ.get("TACHYON_DECODE_SPLIT_ALIGN", "")
+    if not env:
+        return block_n
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"TACHYON_DECODE_SPLIT_ALIGN must be a positive number of keys, got {env!r}")
+    return int(env)
+
+
+def prefill_config(key: str, max_query_len: int) -> dict:
+    """Launch configuration of the prefill/extend kernel for dtype `key` ("bf16" / "fp32") and the step's longest
+    query: the first PREFILL_CONFIGS_BF16 row whose limit it fits, or PREFILL_CONFIG_FP32.
+    TACHYON_PREFILL_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages overrides it (an A/B knob, read per launch: a CUDA
+    graph keeps what was in force at capture)."""
+    env = os.environ.get("TACHYON_PREFILL_TILE", "")
+    if env:
+        try:
+            block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
+        except ValueError:
+            raise ValueError(
+                f"TACHYON_PREFILL_TILE must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
+        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+    if key == "fp32":
+        return PREFILL_CONFIG_FP32
+    return next(cfg for limit, cfg in PREFILL_CONFIGS_BF16 if max_query_len <= limit)
+
+
+def decode_config(key: str, split: bool, fused: bool = False) -> dict:
+    """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
+    `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
+    split launches, else DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
+    TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages overrides it (A/B knobs, read per launch:
+    a CUDA graph keeps what was in force at capture). BLOCK_N also rounds the split length (_split_len)."""
+    name = "TACHYON_DECODE_FUSED_TILE" if fused else "TACHYON_DECODE_TILE"
+    env = os.environ.get(name, "") if split else ""
+    if not env:
+        return SPLIT_DECODE_CONFIG if split and key == "bf16" and not fused else DECODE_CONFIG[key]
+    try:
+        block_n, warps, stages = (int(v) for v in env.split(":"))
+    except ValueError:
+        raise ValueError(f"{name} must be BLOCK_N:num_warps:num_stages, got {env!r}") from None
+    return dict(BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+
+
+def decode_fused_early_tile() -> bool:
+    """Whether decode_fused.py's kernel loads each split's first tile of cached keys before its PDL wait:
+    off unless TACHYON_DECODE_FUSED_EARLY_TILE=1 (at batch 1 it made the fused kernel 0.027 ms per step faster
+    on Qwen2.5-7B yet no faster than the dedicated path; not measured at B >= 2, where the fused kernel runs:
+    benchmarks/results/prefill_session10/fused_bs1_b8706b5/). Read per launch, like the other knobs."""
+    return os.environ.get("TACHYON_DECODE_FUSED_EARLY_TILE", "0") == "1"
