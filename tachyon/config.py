@@ -48,6 +48,10 @@ class EngineConfig:
     overlap_scheduling: bool = True
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
+    # "fp8": decoder projections as FP8 e4m3 weights (per-output-channel scales) with per-row dynamic
+    # activation scales (W8A8; GPU of compute capability >= 8.9, or the CPU reference); embeddings, the
+    # lm_head, norms and the KV cache stay in `dtype`. None: every weight in `dtype`.
+    quantization: str | None = None
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):
@@ -72,6 +76,8 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if not 0 <= self.prefill_graph_max_tokens <= 8192:
             raise ValueError(f"prefill_graph_max_tokens must be in [0, 8192], got {self.prefill_graph_max_tokens}")
+        if self.quantization not in (None, "fp8"):
+            raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

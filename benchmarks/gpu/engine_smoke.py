@@ -130,6 +130,7 @@ def main() -> None:
     ap.add_argument("--max-num-batched-tokens", type=int, default=8192)
     ap.add_argument("--prefill-graph-max-tokens", type=int, default=512)
     ap.add_argument("--tag", default="", help="suffix of the result file name")
+    ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +149,7 @@ def main() -> None:
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,
                   max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap,
-                  prefill_graph_max_tokens=args.prefill_graph_max_tokens)
+                  prefill_graph_max_tokens=args.prefill_graph_max_tokens, quantization=args.quantization)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
         graphs = llm.engine.runner.graphs
@@ -156,14 +157,15 @@ def main() -> None:
         print(f"{shape}: startup {startup:.1f} s, blocks {llm.engine.pool.num_blocks}, profile {prof}", flush=True)
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
-            r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap,
+            r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap, quantization=args.quantization,
                      max_num_batched_tokens=args.max_num_batched_tokens,
                      prefill_graph_max_tokens=args.prefill_graph_max_tokens)
             if wl == "bs1":
                 spec = llm.engine.spec
                 weight_bytes = (spec.num_params() - spec.vocab_size * spec.hidden_size
                                 * (0 if spec.tie_word_embeddings else 1)) * 2
-                r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
+                if args.quantization is None:  # (FP8 layers read about half; not computed here)
+                    r["weight_read_gb_s"] = weight_bytes / (r["tpot_mean_ms"] / 1e3) / 1e9
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
             name = f"engine_smoke_{args.shapes.replace(',', '_')}{'_sync' if args.no_overlap else ''}{args.tag}.json"

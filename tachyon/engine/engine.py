@@ -9,6 +9,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import torch
+
 from tachyon.config import EngineConfig
 from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
@@ -59,6 +61,8 @@ class LLMEngine:
             resolved.hf_config.update(config.hf_config_overrides)
         self.model_name = config.served_model_name or resolved.name
         self.model, self.spec = load_model(resolved, device=self.device, dtype=self.dtype, seed=config.seed)
+        if config.quantization == "fp8":
+            self._quantize_fp8()
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)
         t_load = time.perf_counter()
         self.max_model_len = self._max_model_len()
@@ -97,6 +101,15 @@ class LLMEngine:
         self.generation_tokens_total = 0
 
     # ---- set-up -------------------------------------------------------------------------------
+    def _quantize_fp8(self) -> None:
+        if self.device.type == "cuda" and torch.cuda.get_device_capability(self.device) < (8, 9):
+            cap = ".".join(map(str, torch.cuda.get_device_capability(self.device)))
+            raise ValueError(f"quantization='fp8' needs a GPU of compute capability >= 8.9, this one is {cap}")
+        if self.device.type == "cuda" and self.dtype != torch.bfloat16:
+            raise ValueError(f"quantization='fp8' on a GPU needs dtype bfloat16 (its FP8 GEMM writes bf16), "
+                             f"got {self.dtype}")
+        self.model.quantize_fp8()
+
     def _max_model_len(self) -> int:
         limit = self.spec.max_position_embeddings
         if self.spec.sliding_window:

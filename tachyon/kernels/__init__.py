@@ -25,6 +25,13 @@ from tachyon.kernels.gemv import (
 from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
 from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_glu_config, pick_small_config
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
+from tachyon.kernels.quant_fp8 import (
+    fp8_linear_cuda,
+    fp8_linear_ref,
+    quantize_rows_ref,
+    quantize_rows_triton,
+    quantize_weight,
+)
 from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
@@ -186,6 +193,17 @@ def gemv_glu(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
     return (gemv_glu_triton if use_triton(x) else gemv_glu_ref)(x, w, bias, config)
 
 
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [M, K] -> (float8_e4m3fn [M, K], fp32 per-row scale [M, 1]); quant_fp8.py."""
+    return (quantize_rows_triton if use_triton(x) else quantize_rows_ref)(x)
+
+
+def fp8_linear(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+               out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """W8A8 x @ (w_q * w_scale)^T + bias with x quantized per row (quant_fp8.py)."""
+    return (fp8_linear_cuda if use_triton(x) else fp8_linear_ref)(x, w_q, w_scale, bias, out_dtype)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -217,6 +235,13 @@ def sample(
 
 
 __all__ = [
+    "fp8_linear",
+    "fp8_linear_cuda",
+    "fp8_linear_ref",
+    "quantize_rows",
+    "quantize_rows_ref",
+    "quantize_rows_triton",
+    "quantize_weight",
     "HAS_TRITON",
     "use_triton",
     "store_kv",

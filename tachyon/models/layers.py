@@ -44,11 +44,30 @@ class Linear(nn.Module):
         # batch-1 GEMV with SiLU-and-mul in its epilogue (kernels.gemv_glu) beats the GEMV + activation pair
         self.epilogue: str | None = None
         self.epilogue_config: tuple[int, int, int, int] | None = None
+        # per-output-channel fp32 scales once quantize_fp8 has made the weight float8_e4m3fn (W8A8); else None
+        self.weight_scale: torch.Tensor | None = None
+
+    def quantize_fp8(self) -> None:
+        """Replace the weight by its FP8 (e4m3) per-output-channel quantization, in place of the bf16 copy
+        (freed once nothing else holds it); forward then quantizes its input per row and runs an FP8 GEMM.
+        The Triton GEMV choices no longer apply and are cleared (tune_gemv skips FP8 layers). Call after
+        the weights are loaded; a layer whose weight is shared (a tied lm_head) must not be quantized."""
+        if self.weight_scale is not None:
+            return
+        if self.weight.is_cuda and (self.in_features % 16 or self.out_features % 16):
+            raise ValueError(f"FP8 GEMMs need both dims of a weight divisible by 16, got {self.out_features}x"
+                             f"{self.in_features}")
+        q, scale = kernels.quantize_weight(self.weight.data)
+        self.weight = _set_loader(nn.Parameter(q, requires_grad=False), default_weight_loader)
+        self.weight_scale = scale
+        self.gemv_config = self.small_config = self.fused_config = self.epilogue_config = None
 
     def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
         accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
         converted."""
+        if self.weight_scale is not None:
+            return kernels.fp8_linear(x, self.weight, self.weight_scale, self.bias, out_dtype)
         m = x.shape[0]
         if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
             return kernels.gemv(x, self.weight, self.bias, self.gemv_config, out_dtype=out_dtype)
@@ -166,7 +185,7 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
         return chosen[name]
 
     for mod in model.modules():
-        if not isinstance(mod, Linear) or not mod.weight.is_cuda:
+        if not isinstance(mod, Linear) or not mod.weight.is_cuda or mod.weight_scale is not None:
             continue
         mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
         mod.small_config = decide(mod, f"m{SMALL_M}",

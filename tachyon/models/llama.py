@@ -151,6 +151,17 @@ class DecoderForCausalLM(nn.Module):
         else:
             self.lm_head = Linear(spec.hidden_size, spec.vocab_size)
 
+    def quantize_fp8(self) -> None:
+        """Every decoder-layer projection to FP8 W8A8 (Linear.quantize_fp8); the embedding and the lm_head
+        (tied or not) stay in the model's dtype. Frees the replaced weights' cached GPU memory, so the KV-cache
+        sizing that follows sees it."""
+        for layer in self.layers:
+            for mod in layer.modules():
+                if isinstance(mod, Linear):
+                    mod.quantize_fp8()
+        if self.embed_tokens.weight.is_cuda:
+            torch.cuda.empty_cache()
+
     def bind_kv_cache(self, kv_caches: list[torch.Tensor]) -> None:
         """Give each layer its cache tensor [2, blocks, block_size, kv_heads, head_dim]; the caller owns them.
         An empty list unbinds (drops the model's references)."""

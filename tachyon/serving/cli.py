@@ -24,6 +24,7 @@ _ENGINE_FLAGS = (
     "block_size",
     "seed",
     "prefill_graph_max_tokens",
+    "quantization",
 )
 
 
@@ -53,6 +54,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("--enforce-eager", action="store_true", default=None)
     m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
+    m.add_argument("--quantization", default=None, choices=["fp8"],
+                   help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
     s = p.add_argument_group("HTTP server and guards")
     s.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     s.add_argument("--port", type=int, default=8000)

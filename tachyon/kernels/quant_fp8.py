@@ -1,0 +1,136 @@
+"""FP8 (e4m3) W8A8: per-output-channel weight scales, per-row dynamic activation scales.
+
+Contract:
+  quantize_rows(x [M, K] float) -> (q [M, K] float8_e4m3fn, scale [M, 1] fp32), x ~= q * scale, with
+    amax = max(max |x_row|, FP8_MIN_AMAX) (fp32), scale = amax / 448 and q = clamp(x * (448 / amax), +-448)
+    rounded to nearest even; both divisions round to nearest, so the kernel and the reference agree bit
+    for bit. A row of zeros gives q = 0.
+  quantize_weight(w [N, K]) -> (q [N, K] float8_e4m3fn, scale [N] fp32): the same rule per output channel
+    (load time only; plain torch).
+  fp8_linear(x [M, K], w_q [N, K], w_scale [N], bias [N] | None) -> [M, N] in out_dtype (default x's):
+    (q_x * s_x) @ (w_q * s_w)^T + bias, accumulated in fp32. CUDA: cuBLASLt through torch._scaled_mm with
+    row-wise scales; otherwise the dequantizing reference (the oracle; slow: it materializes the weight).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+
+FP8 = torch.float8_e4m3fn
+FP8_MAX = 448.0
+FP8_MIN_AMAX = 1e-12
+
+
+def quantize_rows_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain torch, the contract's arithmetic."""
+    xf = x.float()
+    amax = xf.abs().amax(dim=-1, keepdim=True).clamp(min=FP8_MIN_AMAX)
+    # tensor / tensor: a correctly rounded division (a Python scalar on either side may become a multiply by
+    # a rounded reciprocal)
+    fp8_max = torch.full_like(amax, FP8_MAX)
+    q = (xf * (fp8_max / amax)).clamp(-FP8_MAX, FP8_MAX).to(FP8)
+    return q, amax / fp8_max
+
+
+@triton.jit
+def _round_e4m3(v):
+    """fp32 in [-448, 448] -> the nearest e4m3 value (ties to even), still fp32, so the fp8 cast after it is
+    exact: normals keep 3 mantissa bits (integer rounding of the bit pattern), values under 2^-6 snap to
+    multiples of 2^-9 (adding and removing 1.5 * 2^14, whose fp32 ulp is 2^-9; the sign kept, -0 included).
+    The cast alone would do the same on the GPU; Triton's interpreter rounds some values below a power of
+    two down a binade."""
+    bits = v.to(tl.int32, bitcast=True)
+    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -0x100000).to(tl.float32, bitcast=True)
+    a = tl.abs(v)
+    small = (a + 24576.0) - 24576.0
+    return tl.where(a < 0.015625, tl.where(bits < 0, -small, small), normal)
+
+
+@triton.jit
+def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, stride_x, stride_q, K: tl.constexpr, BLOCK: tl.constexpr,
+                       MIN_AMAX: tl.constexpr, PDL: tl.constexpr):
+    """One program per row: the row's |max| over BLOCK-wide chunks, then the scaled, clamped store (the
+    second pass re-reads the row from L2)."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for k0 in range(0, K, BLOCK):
+        x = tl.load(x_ptr + row * stride_x + k0 + cols, mask=k0 + cols < K, other=0.0).to(tl.float32)
+        acc = tl.maximum(acc, tl.abs(x))
+    amax = tl.maximum(tl.max(acc, 0), MIN_AMAX)
+    inv = tl.math.div_rn(tl.full([], 448.0, tl.float32), amax)
+    tl.store(s_ptr + row, tl.math.div_rn(amax, tl.full([], 448.0, tl.float32)))
+    for k0 in range(0, K, BLOCK):
+        mask = k0 + cols < K
+        x = tl.load(x_ptr + row * stride_x + k0 + cols, mask=mask, other=0.0).to(tl.float32)
+        q = _round_e4m3(tl.minimum(tl.maximum(x * inv, -448.0), 448.0))
+        tl.store(q_ptr + row * stride_q + k0 + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+
+
+def quantize_rows_triton(x: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor] | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Triton: one program per row, chunks of up to 4,096 columns. `out`: (q, scale) buffers to write
+    (contiguous, the result's shapes and dtypes); new ones otherwise."""
+    require_triton()
+    M, K = x.shape
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if out is None:
+        q = torch.empty(M, K, dtype=FP8, device=x.device)
+        scale = torch.empty(M, 1, dtype=torch.float32, device=x.device)
+    else:
+        q, scale = out
+    if M == 0 or K == 0:
+        return q, scale.fill_(FP8_MIN_AMAX / FP8_MAX)
+    BLOCK = min(next_pow2(K), 4096)
+    _quant_rows_kernel[(M,)](x, q, scale, x.stride(0), q.stride(0), K=K, BLOCK=BLOCK, MIN_AMAX=FP8_MIN_AMAX,
+                             num_warps=4 if BLOCK <= 1024 else 8, **pdl_args(x.device))
+    return q, scale
+
+
+def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N, K] weight -> (fp8 [N, K], fp32 scale [N]); rows are done in slices to bound the fp32 copy."""
+    q = torch.empty(w.shape, dtype=FP8, device=w.device)
+    scale = torch.empty(w.shape[0], dtype=torch.float32, device=w.device)
+    step = max(1, (64 << 20) // max(1, 4 * w.shape[1]))
+    for r0 in range(0, w.shape[0], step):
+        q[r0: r0 + step], s = quantize_rows_ref(w[r0: r0 + step])
+        scale[r0: r0 + step] = s.squeeze(1)
+    return q, scale
+
+
+def fp8_linear_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                   out_dtype: torch.dtype | None = None, quantize=quantize_rows_ref) -> torch.Tensor:
+    """The dequantizing oracle: fp32 products of the dequantized operands."""
+    xq, xs = quantize(x)
+    y = (xq.float() * xs) @ (w_q.float() * w_scale.float()[:, None]).t()
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(out_dtype or x.dtype)
+
+
+def _fast_accum() -> bool:
+    """TACHYON_FP8_FAST_ACCUM=1: cuBLASLt's fast FP8 accumulation (Hopper; faster, less exact). Off by
+    default; read per call (a CUDA graph keeps what was in force at capture)."""
+    return os.environ.get("TACHYON_FP8_FAST_ACCUM", "0") == "1"
+
+
+def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                    out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """CUDA (compute capability >= 8.9): the Triton row quantization, then cuBLASLt's FP8 GEMM with row-wise
+    scales (`w_scale` as [1, N]); `bias` must be in out_dtype (bf16)."""
+    out_dtype = out_dtype or x.dtype
+    xq, xs = quantize_rows_triton(x)
+    b = None if bias is None else bias.to(out_dtype)
+    return torch._scaled_mm(xq, w_q.t(), scale_a=xs, scale_b=w_scale.view(1, -1), bias=b, out_dtype=out_dtype,
+                            use_fast_accum=_fast_accum())
+
+
+__all__ = ["FP8", "FP8_MAX", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton",
+           "quantize_weight"]
