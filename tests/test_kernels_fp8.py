@@ -113,3 +113,21 @@ def test_fp8_linear_reference_dispatch_on_cpu():
     x = torch.randn(3, 32)
     w_q, w_s = K.quantize_weight(torch.randn(16, 32))
     assert torch.equal(K.fp8_linear(x, w_q, w_s, None), K.fp8_linear_ref(x, w_q, w_s, None))
+
+
+@needs_triton
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("n,k,config", [(96, 256, (4, 1024, 4, 1)), (40, 300, (8, 512, 4, 3)), (64, 2048, None)])
+def test_fp8_gemv_matches_reference(bias, n, k, config):
+    """Batch 1: the GEMV kernel streaming the FP8 weight (with and without an even K, several configs)."""
+    g = torch.Generator().manual_seed(n + k)
+    dtype = torch.bfloat16 if CUDA else torch.float32
+    x = torch.randn(1, k, generator=g).to(dtype).to(DEV)
+    w_q, w_s = K.quantize_weight(torch.randn(n, k, generator=g).to(DEV))
+    b = torch.randn(n, generator=g).to(dtype).to(DEV) if bias else None
+    y = K.fp8_gemv_triton(x, w_q, w_s, b, config)
+    y_ref = K.fp8_gemv_ref(x, w_q, w_s, b)
+    assert y.dtype == dtype and y.shape == (1, n) and not torch.isnan(y).any()
+    scale = float(y_ref.float().abs().max())
+    tol = 1e-4 if dtype == torch.float32 else 1e-2
+    assert float((y.float() - y_ref.float()).abs().max()) <= tol * scale

@@ -23,9 +23,17 @@ from tachyon.kernels.gemv import (
     silu_gemv_triton,
 )
 from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
-from tachyon.kernels.gemv_select import pick_fused_config, pick_gemv_config, pick_glu_config, pick_small_config
+from tachyon.kernels.gemv_select import (
+    pick_fp8_gemv_config,
+    pick_fused_config,
+    pick_gemv_config,
+    pick_glu_config,
+    pick_small_config,
+)
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
+    fp8_gemv_ref,
+    fp8_gemv_triton,
     fp8_linear_cuda,
     fp8_linear_ref,
     quantize_rows_ref,
@@ -204,6 +212,12 @@ def fp8_linear(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: 
     return (fp8_linear_cuda if use_triton(x) else fp8_linear_ref)(x, w_q, w_scale, bias, out_dtype)
 
 
+def fp8_gemv(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+             config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Batch-1 W8A8 GEMV (quant_fp8.py): x [1, K] -> [1, N]."""
+    return (fp8_gemv_triton if use_triton(x) else fp8_gemv_ref)(x, w_q, w_scale, bias, config, out_dtype)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -235,6 +249,10 @@ def sample(
 
 
 __all__ = [
+    "fp8_gemv",
+    "fp8_gemv_ref",
+    "fp8_gemv_triton",
+    "pick_fp8_gemv_config",
     "fp8_linear",
     "fp8_linear_cuda",
     "fp8_linear_ref",

@@ -70,10 +70,10 @@ def _x_chunk(x_ptr, r_ptr, nw_ptr, k, kmask, K, PROLOGUE: tl.constexpr, HAS_RES:
 
 
 @triton.jit
-def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, stride_wn,
+def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, xs_ptr, ws_ptr, eps, N, K, stride_wn,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr, EVEN_K: tl.constexpr,
                  HAS_BIAS: tl.constexpr, PROLOGUE: tl.constexpr, HAS_RES: tl.constexpr, PDL: tl.constexpr,
-                 TRIG: tl.constexpr, TRIG_FROM: tl.constexpr = 0):
+                 TRIG: tl.constexpr, TRIG_FROM: tl.constexpr = 0, SCALED: tl.constexpr = False):
     """Program p: y[0, p*BLOCK_N : (p+1)*BLOCK_N]. Rows past N are clamped to N - 1 for the loads
     (always in bounds, no row mask) and dropped at the store. The first weight tile is loaded before
     pdl_wait (weights are never written by a kernel), so under PDL it streams while the previous kernel
@@ -81,7 +81,8 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
     sum of squares accumulates beside the dot products and 1/rms scales the result; program 0 writes h.
     PDL: launched early, waits for the previous kernel; TRIG: lets the next kernel launch early, from program
     TRIG_FROM on when it is > 0 (the next kernel then launches once those have started and the others
-    finished: during the last wave of a multi-wave grid, _gemv_pdl)."""
+    finished: during the last wave of a multi-wave grid, _gemv_pdl). SCALED (FP8 W8A8, quant_fp8.py): x and w
+    hold e4m3 values; the dot products are scaled by x's row scale xs[0] and the channels' ws[n]."""
     if TRIG_FROM > 0:
         if tl.program_id(0) >= TRIG_FROM:
             pdl_trigger(TRIG)
@@ -124,6 +125,8 @@ def _gemv_kernel(x_ptr, w_ptr, b_ptr, y_ptr, r_ptr, nw_ptr, h_ptr, eps, N, K, st
     y = tl.sum(acc, axis=1)
     if PROLOGUE == 1:
         y = y * tl.rsqrt(tl.sum(ss, 0) / K + eps)
+    if SCALED:
+        y = y * tl.load(xs_ptr) * tl.load(ws_ptr + tl.minimum(n, N - 1))
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=nmask, other=0.0).to(tl.float32)
     tl.store(y_ptr + n, y.to(y_ptr.dtype.element_ty), mask=nmask)
@@ -168,7 +171,7 @@ def _gemv_pdl(device: torch.device, weight_bytes: int, programs: int = 0) -> dic
 
 
 def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, eps=0.0,
-            out_dtype: torch.dtype | None = None) -> torch.Tensor:
+            out_dtype: torch.dtype | None = None, x_scale=None, w_scale=None) -> torch.Tensor:
     require_triton()
     N, K = w.shape
     block_n, block_k, num_warps, stages = config or CONFIGS[0]
@@ -176,9 +179,10 @@ def _launch(x, w, bias, config, prologue=0, residual=None, norm_w=None, h=None, 
     programs = triton.cdiv(N, block_n)
     _gemv_kernel[(programs,)](
         x, w, bias if bias is not None else w, y, residual if residual is not None else x,
-        norm_w if norm_w is not None else x, h if h is not None else y, eps, N, K, w.stride(0),
+        norm_w if norm_w is not None else x, h if h is not None else y, x_scale if x_scale is not None else y,
+        w_scale if w_scale is not None else y, eps, N, K, w.stride(0),
         BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0, HAS_BIAS=bias is not None,
-        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps,
+        PROLOGUE=prologue, HAS_RES=residual is not None, num_warps=num_warps, SCALED=w_scale is not None,
         **_gemv_pdl(x.device, w.numel() * w.element_size(), programs),
     )
     return y

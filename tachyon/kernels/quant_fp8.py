@@ -10,6 +10,8 @@ Contract:
   fp8_linear(x [M, K], w_q [N, K], w_scale [N], bias [N] | None) -> [M, N] in out_dtype (default x's):
     (q_x * s_x) @ (w_q * s_w)^T + bias, accumulated in fp32. CUDA: cuBLASLt through torch._scaled_mm with
     row-wise scales; otherwise the dequantizing reference (the oracle; slow: it materializes the weight).
+  fp8_gemv(x [1, K], ...): the same at batch 1 through gemv.py's GEMV kernel reading the FP8 weight (where
+    warm-up tuning finds it faster than cuBLASLt, which it is at every Qwen projection on the H200).
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ def _round_e4m3(v):
     bits = v.to(tl.int32, bitcast=True)
     normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -0x100000).to(tl.float32, bitcast=True)
     a = tl.abs(v)
-    small = (a + 24576.0) - 24576.0
-    return tl.where(a < 0.015625, tl.where(bits < 0, -small, small), normal)
+    small = ((a + 24576.0) - 24576.0).to(tl.int32, bitcast=True) | (bits & -0x80000000)  # v's sign bit
+    return tl.where(a < 0.015625, small.to(tl.float32, bitcast=True), normal)
 
 
 @triton.jit
@@ -132,5 +134,22 @@ def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
                             use_fast_accum=_fast_accum())
 
 
-__all__ = ["FP8", "FP8_MAX", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton",
-           "quantize_weight"]
+def fp8_gemv_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                 config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The batch-1 W8A8 GEMV's oracle: fp8_linear_ref (`config` is ignored)."""
+    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
+
+
+def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                    config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Batch 1, x [1, K] row-contiguous: the row quantization, then gemv.py's GEMV streaming the FP8 weight
+    (half the bf16 bytes) with the two scales applied to its fp32 dot products; `config` a gemv.GemvConfig."""
+    from tachyon.kernels.gemv import _launch
+
+    assert x.dim() == 2 and x.shape[0] == 1 and x.stride(-1) == 1 and w_q.stride(-1) == 1
+    xq, xs = quantize_rows_triton(x)
+    return _launch(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
+
+
+__all__ = ["FP8", "FP8_MAX", "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref",
+           "quantize_rows_ref", "quantize_rows_triton", "quantize_weight"]
