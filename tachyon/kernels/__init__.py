@@ -25,6 +25,7 @@ from tachyon.kernels.gemv import (
 from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
 from tachyon.kernels.gemv_select import (
     pick_fp8_gemv_config,
+    pick_fp8_small_config,
     pick_fused_config,
     pick_gemv_config,
     pick_glu_config,
@@ -32,6 +33,7 @@ from tachyon.kernels.gemv_select import (
 )
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
+    fp8_gemm_small_triton,
     fp8_gemv_ref,
     fp8_gemv_triton,
     fp8_linear_cuda,
@@ -218,6 +220,14 @@ def fp8_gemv(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: to
     return (fp8_gemv_triton if use_triton(x) else fp8_gemv_ref)(x, w_q, w_scale, bias, config, out_dtype)
 
 
+def fp8_gemm_small(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                   config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """2..16-row W8A8 skinny GEMM (quant_fp8.py); the reference is fp8_linear_ref."""
+    if use_triton(x):
+        return fp8_gemm_small_triton(x, w_q, w_scale, bias, config, out_dtype)
+    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
+
+
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return (silu_and_mul_triton if use_triton(x) else silu_and_mul_ref)(x)
 
@@ -249,6 +259,9 @@ def sample(
 
 
 __all__ = [
+    "fp8_gemm_small",
+    "fp8_gemm_small_triton",
+    "pick_fp8_small_config",
     "fp8_gemv",
     "fp8_gemv_ref",
     "fp8_gemv_triton",

@@ -210,13 +210,16 @@ SMALL_CONFIGS: tuple[SmallConfig, ...] = ((0, 32, 256, 4, 4, 1), (0, 16, 512, 4,
 
 
 @triton.jit
-def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn,
+def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, xs_ptr, ws_ptr, M, N, K, stride_xm, stride_wn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                        EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr,
-                       PDL: tl.constexpr, TRIG: tl.constexpr):
+                       PDL: tl.constexpr, TRIG: tl.constexpr, SCALED: tl.constexpr = False,
+                       DOT_T: tl.constexpr = tl.bfloat16):
     """SWAP 0 - program p: y[:, p*BLOCK_N : (p+1)*BLOCK_N] for all M (<= BLOCK_M) rows with tensor-core
     dots; the weight tile is read once for every row. Rows past M / N are clamped for the loads,
-    dropped at the store. TRIG: trigger the successor's early launch at the start."""
+    dropped at the store. TRIG: trigger the successor's early launch at the start. SCALED (FP8 W8A8): x and
+    w hold e4m3 values, widened exactly to DOT_T for the dots; rows' scales xs[m] and channels' ws[n] then
+    scale the fp32 accumulator."""
     pdl_trigger(TRIG)
     pid = tl.program_id(0)
     n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -228,6 +231,8 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
     w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
     pdl_wait(PDL)
     x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+    if SCALED:
+        x, w = x.to(DOT_T), w.to(DOT_T)
     acc = tl.dot(x, tl.trans(w), input_precision=PRECISION)
     for k0 in tl.range(BLOCK_K, K, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -238,7 +243,11 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
             kmask = k < K
             x = tl.load(x_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
             w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
+        if SCALED:
+            x, w = x.to(DOT_T), w.to(DOT_T)
         acc = tl.dot(x, tl.trans(w), acc, input_precision=PRECISION)
+    if SCALED:
+        acc *= (tl.load(xs_ptr + tl.minimum(m, M - 1))[:, None] * tl.load(ws_ptr + tl.minimum(n, N - 1))[None, :])
     if HAS_BIAS:
         acc += tl.load(b_ptr + n, mask=n < N, other=0.0).to(tl.float32)[None, :]
     tl.store(y_ptr + m[:, None] * N + n[None, :], acc.to(y_ptr.dtype.element_ty),
@@ -246,13 +255,14 @@ def _gemm_small_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn
 
 
 @triton.jit
-def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
+def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, xs_ptr, ws_ptr, M, N, K, stride_xm, stride_wn, K_SPLIT,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAGES: tl.constexpr,
                       SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      PRECISION: tl.constexpr, PDL: tl.constexpr, TRIG: tl.constexpr):
+                      PRECISION: tl.constexpr, PDL: tl.constexpr, TRIG: tl.constexpr, SCALED: tl.constexpr = False,
+                      DOT_T: tl.constexpr = tl.bfloat16):
     """SWAP 1 - program (p, s): acc[BLOCK_N, BLOCK_M] = W[p-th BLOCK_N rows, s-th K_SPLIT columns] x^T.
     SPLIT_K == 1: y = acc^T (+ bias); else the fp32 partial goes to part[s] ([SPLIT_K, M, N]).
-    TRIG as in _gemm_small_kernel."""
+    TRIG and SCALED as in _gemm_small_kernel (a split's partial is scaled before it is stored)."""
     pdl_trigger(TRIG)
     pid = tl.program_id(0)
     ks = tl.program_id(1)
@@ -267,6 +277,8 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
     w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)  # before the wait: a weight
     pdl_wait(PDL)
     xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+    if SCALED:
+        w, xt = w.to(DOT_T), xt.to(DOT_T)
     acc = tl.dot(w, xt, input_precision=PRECISION)
     for k0 in tl.range(k_lo + BLOCK_K, k_hi, BLOCK_K, num_stages=STAGES):
         k = k0 + tl.arange(0, BLOCK_K)
@@ -277,7 +289,11 @@ def _gemm_swap_kernel(x_ptr, w_ptr, b_ptr, y_ptr, part_ptr, M, N, K, stride_xm, 
             kmask = k < k_hi
             w = tl.load(w_rows[:, None] + k[None, :], mask=kmask[None, :], other=0.0)
             xt = tl.load(x_cols[None, :] + k[:, None], mask=kmask[:, None], other=0.0)
+        if SCALED:
+            w, xt = w.to(DOT_T), xt.to(DOT_T)
         acc = tl.dot(w, xt, acc, input_precision=PRECISION)
+    if SCALED:
+        acc *= (tl.load(ws_ptr + tl.minimum(n, N - 1))[:, None] * tl.load(xs_ptr + tl.minimum(m, M - 1))[None, :])
     mask = (n < N)[:, None] & (m < M)[None, :]
     if SPLIT_K == 1:
         if HAS_BIAS:
@@ -316,9 +332,11 @@ def _small_pdl(device: torch.device, weight_bytes: int) -> dict:
 
 
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
-                      config: SmallConfig | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+                      config: SmallConfig | None = None, out_dtype: torch.dtype | None = None,
+                      x_scale: torch.Tensor | None = None, w_scale: torch.Tensor | None = None) -> torch.Tensor:
     """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous in out_dtype (default x's);
-    fp32 accumulation, rounded once to out_dtype."""
+    fp32 accumulation, rounded once to out_dtype. With x_scale [M, 1] and w_scale [N] (FP8 W8A8: x and w
+    float8_e4m3fn, out_dtype required): (x * x_scale) @ (w * w_scale)^T (+ bias)."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
@@ -326,24 +344,28 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
     y = torch.empty(M, N, dtype=out_dtype or x.dtype, device=x.device)
     b = bias if bias is not None else w
-    prec = "ieee" if x.dtype == torch.float32 else "tf32"
+    scaled = w_scale is not None
+    # FP8 tiles widen to bf16 for the tensor cores (exact); the interpreter (CPU) computes in fp32
+    fp8 = dict(SCALED=scaled, DOT_T=tl.bfloat16 if x.is_cuda else tl.float32) if scaled else {}
+    xs, ws = (x_scale, w_scale) if scaled else (y, y)
+    prec = "ieee" if x.dtype == torch.float32 or (scaled and not x.is_cuda) else "tf32"
     pdl = _small_pdl(x.device, w.numel() * w.element_size())
     trig = pdl.pop("TRIG")
     if not swap:
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
-            x, w, b, y, M, N, K, x.stride(0), w.stride(0),
+            x, w, b, y, xs, ws, M, N, K, x.stride(0), w.stride(0),
             BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
-            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, TRIG=trig, **pdl,
+            HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, TRIG=trig, **pdl, **fp8,
         )
         return y
     k_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     split_k = triton.cdiv(K, k_split)
     part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
     _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
-        x, w, b, y, part, M, N, K, x.stride(0), w.stride(0), k_split,
+        x, w, b, y, part, xs, ws, M, N, K, x.stride(0), w.stride(0), k_split,
         BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
-        num_warps=num_warps, TRIG=trig, **pdl,
+        num_warps=num_warps, TRIG=trig, **pdl, **fp8,
     )
     if split_k > 1:
         _split_k_sum_kernel[(triton.cdiv(M * N, 1024),)](part, b, y, M, N, SPLIT_K=split_k, BLOCK=1024,

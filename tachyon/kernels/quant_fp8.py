@@ -10,8 +10,8 @@ Contract:
   fp8_linear(x [M, K], w_q [N, K], w_scale [N], bias [N] | None) -> [M, N] in out_dtype (default x's):
     (q_x * s_x) @ (w_q * s_w)^T + bias, accumulated in fp32. CUDA: cuBLASLt through torch._scaled_mm with
     row-wise scales; otherwise the dequantizing reference (the oracle; slow: it materializes the weight).
-  fp8_gemv(x [1, K], ...): the same at batch 1 through gemv.py's GEMV kernel reading the FP8 weight (where
-    warm-up tuning finds it faster than cuBLASLt, which it is at every Qwen projection on the H200).
+  fp8_gemv(x [1, K], ...) / fp8_gemm_small(x [2..16, K], ...): the same through gemv.py's batch-1 GEMV and
+    skinny GEMM reading the FP8 weight, where warm-up tuning finds them faster than cuBLASLt.
 """
 
 from __future__ import annotations
@@ -151,5 +151,17 @@ def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
     return _launch(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
 
 
-__all__ = ["FP8", "FP8_MAX", "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref",
+def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                          config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """2..16 rows, x [M, K] with unit column stride: the row quantization, then gemv.py's skinny GEMM on the
+    FP8 operands (widened exactly for the tensor cores) with both scales on its fp32 accumulator; `config`
+    a gemv.SmallConfig."""
+    from tachyon.kernels.gemv import gemm_small_triton
+
+    xq, xs = quantize_rows_triton(x)
+    return gemm_small_triton(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
+
+
+__all__ = ["FP8", "FP8_MAX", "fp8_gemm_small_triton", "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda",
+           "fp8_linear_ref",
            "quantize_rows_ref", "quantize_rows_triton", "quantize_weight"]

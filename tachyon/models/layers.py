@@ -50,8 +50,8 @@ class Linear(nn.Module):
     def quantize_fp8(self) -> None:
         """Replace the weight by its FP8 (e4m3) per-output-channel quantization, in place of the bf16 copy
         (freed once nothing else holds it); forward then quantizes its input per row and runs an FP8 GEMM.
-        The bf16 kernel choices no longer apply and are cleared (tune_gemv then times the FP8 batch-1 GEMV
-        against cuBLASLt; other row counts always take cuBLASLt). Call after
+        The bf16 kernel choices no longer apply and are cleared (tune_gemv then times the FP8 batch-1 GEMV and
+        skinny GEMM against cuBLASLt; larger row counts always take cuBLASLt). Call after
         the weights are loaded; a layer whose weight is shared (a tied lm_head) must not be quantized."""
         if self.weight_scale is not None:
             return
@@ -70,6 +70,9 @@ class Linear(nn.Module):
         if self.weight_scale is not None:
             if x.shape[0] == 1 and self.gemv_config is not None and x.stride(-1) == 1:
                 return kernels.fp8_gemv(x, self.weight, self.weight_scale, self.bias, self.gemv_config, out_dtype)
+            if 1 < x.shape[0] <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
+                return kernels.fp8_gemm_small(x, self.weight, self.weight_scale, self.bias, self.small_config,
+                                              out_dtype)
             return kernels.fp8_linear(x, self.weight, self.weight_scale, self.bias, out_dtype)
         m = x.shape[0]
         if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
@@ -190,9 +193,11 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     for mod in model.modules():
         if not isinstance(mod, Linear) or not mod.weight.is_cuda:
             continue
-        if mod.weight_scale is not None:  # FP8: only the batch-1 GEMV has an FP8 variant
+        if mod.weight_scale is not None:  # FP8: the batch-1 GEMV and the skinny GEMM (no fused variants)
             mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_fp8_gemv_config(m.weight, m.weight_scale,
                                                                                             m.bias))
+            mod.small_config = decide(mod, f"m{SMALL_M}", lambda m=mod: kernels.pick_fp8_small_config(
+                m.weight, m.weight_scale, m.bias, SMALL_M))
             continue
         mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
         mod.small_config = decide(mod, f"m{SMALL_M}",
