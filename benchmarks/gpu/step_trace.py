@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--tail", action="store_true", help="print the first step's last 24 kernels")
     ap.add_argument("--max-model-len", type=int, default=4096)
+    ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
     ap.add_argument("--sampling", default="greedy", help="greedy and/or top_p (temperature 0.7, top-p 0.9), "
                     "comma-separated")
     args = ap.parse_args()
@@ -67,11 +68,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     batches = [int(b) for b in args.batches.split(",")]
     llm = LLM(args.shape, load_format="dummy", max_model_len=args.max_model_len, max_num_batched_tokens=8192,
-              max_num_seqs=max([8, *batches]))
+              max_num_seqs=max([8, *batches]), quantization=args.quantization)
     runner = llm.engine.runner
+    layer0 = {n: (getattr(m, "gemv_config", None), getattr(m, "small_config", None))
+              for n, m in llm.engine.model.layers[0].named_modules() if hasattr(m, "small_config")}
+    print(f"layer 0 kernel choices (batch-1 GEMV, skinny GEMM): {layer0}", flush=True)
     blocks = -(-(args.context + args.context_spread) // runner.block_size)
     saved: dict = {}
-    res = {"shape": args.shape, "context": args.context, "context_spread": args.context_spread, "variants": {}}
+    res = {"shape": args.shape, "context": args.context, "context_spread": args.context_spread, "variants": {},
+           "quantization": args.quantization, "layer0_choices": {k: list(v) for k, v in layer0.items()}}
     for name in args.variants.split(","):
         env, fusion, overrides = variant(name)
         for knob in KNOBS.values():
