@@ -135,7 +135,7 @@ def test_fp8_gemv_matches_reference(bias, n, k, config):
 
 @needs_triton
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("config", [(0, 32, 256, 4, 4, 1), (1, 64, 128, 4, 4, 1), (1, 64, 128, 4, 4, 4)])
+@pytest.mark.parametrize("config", K.quant_fp8.FP8_SMALL_CONFIGS + K.quant_fp8.FP8_SMALL_FAST_CONFIGS)
 @pytest.mark.parametrize("m,n,k", [(2, 96, 256), (8, 80, 512), (5, 64, 300)])
 def test_fp8_gemm_small_matches_reference(bias, config, m, n, k):
     """2..16 rows: both skinny-GEMM layouts (and split-K) on FP8 operands, ragged K included."""

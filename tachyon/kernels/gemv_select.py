@@ -104,15 +104,17 @@ def pick_fp8_gemv_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.T
 
 def pick_fp8_small_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL_M,
                           l2_bytes: int = 160 << 20) -> SmallConfig | None:
-    """CUDA only: like pick_small_config for an FP8 weight: the W8A8 skinny GEMM at m rows against cuBLASLt."""
+    """CUDA only: like pick_small_config for an FP8 weight: the W8A8 skinny GEMM at m rows against cuBLASLt,
+    over quant_fp8's candidates (the fast-accumulation ones too when that knob is on)."""
     if not (HAS_TRITON and w_q.is_cuda and w_q.dim() == 2 and w_q.stride(-1) == 1):
         return None
     try:
-        from tachyon.kernels.quant_fp8 import fp8_gemm_small_triton, fp8_linear_cuda
+        from tachyon.kernels import quant_fp8 as q8
 
         x = torch.randn(m, w_q.shape[1], device=w_q.device, dtype=torch.bfloat16)
-        return _pick(w_q, lambda wi: fp8_linear_cuda(x, wi, w_scale, bias),
-                     lambda wi, cfg: fp8_gemm_small_triton(x, wi, w_scale, bias, cfg), l2_bytes, SMALL_CONFIGS)
+        configs = q8.FP8_SMALL_CONFIGS + (q8.FP8_SMALL_FAST_CONFIGS if q8.fast_accum() else ())
+        return _pick(w_q, lambda wi: q8.fp8_linear_cuda(x, wi, w_scale, bias),
+                     lambda wi, cfg: q8.fp8_gemm_small_triton(x, wi, w_scale, bias, cfg), l2_bytes, configs)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None
 

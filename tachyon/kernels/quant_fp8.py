@@ -22,6 +22,14 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
+# skinny-GEMM (gemv.py SmallConfig) candidates for FP8 weights at 2..8 rows. The 16-row layout (SWAP 0: mma
+# with fp32 accumulation) matched cuBLASLt's exact result; the swapped one (SWAP 1: Hopper's warpgroup MMA,
+# whose FP8 accumulation is not exact: relative error 1.3-4.1e-3 against 7e-4) is a candidate only with
+# TACHYON_FP8_FAST_ACCUM=1. Times on the H200 at 8 rows (session 11, us; cuBLASLt exact 60.2 / 51.6 / 15.5):
+# Qwen2.5-7B gate_up 42.5 / down 40.2 / qkv 12.5 with (0, 32, 256, 4, 4, 1); swapped 41.8 / 26.5 / 9.0.
+FP8_SMALL_CONFIGS = ((0, 32, 256, 4, 4, 1), (0, 32, 512, 4, 4, 1), (0, 64, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1))
+FP8_SMALL_FAST_CONFIGS = ((1, 64, 128, 4, 4, 1), (1, 64, 128, 4, 4, 4), (1, 128, 128, 4, 4, 1), (1, 64, 256, 4, 3, 2))
+
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 FP8_MIN_AMAX = 1e-12
@@ -117,9 +125,10 @@ def fp8_linear_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bi
     return y.to(out_dtype or x.dtype)
 
 
-def _fast_accum() -> bool:
-    """TACHYON_FP8_FAST_ACCUM=1: cuBLASLt's fast FP8 accumulation (Hopper; faster, less exact). Off by
-    default; read per call (a CUDA graph keeps what was in force at capture)."""
+def fast_accum() -> bool:
+    """TACHYON_FP8_FAST_ACCUM=1: cuBLASLt's fast FP8 accumulation (Hopper; faster, less exact), and the skinny
+    GEMM's swapped layout among the tuning candidates. Off by default; read per call (a CUDA graph keeps
+    what was in force at capture)."""
     return os.environ.get("TACHYON_FP8_FAST_ACCUM", "0") == "1"
 
 
@@ -131,7 +140,7 @@ def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
     xq, xs = quantize_rows_triton(x)
     b = None if bias is None else bias.to(out_dtype)
     return torch._scaled_mm(xq, w_q.t(), scale_a=xs, scale_b=w_scale.view(1, -1), bias=b, out_dtype=out_dtype,
-                            use_fast_accum=_fast_accum())
+                            use_fast_accum=fast_accum())
 
 
 def fp8_gemv_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
@@ -162,6 +171,6 @@ def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Ten
     return gemm_small_triton(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
 
 
-__all__ = ["FP8", "FP8_MAX", "fp8_gemm_small_triton", "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda",
-           "fp8_linear_ref",
-           "quantize_rows_ref", "quantize_rows_triton", "quantize_weight"]
+__all__ = ["FP8", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "fast_accum", "fp8_gemm_small_triton",
+           "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref",
+           "quantize_rows_triton", "quantize_weight"]

@@ -196,7 +196,8 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
         if mod.weight_scale is not None:  # FP8: the batch-1 GEMV and the skinny GEMM (no fused variants)
             mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_fp8_gemv_config(m.weight, m.weight_scale,
                                                                                             m.bias))
-            mod.small_config = decide(mod, f"m{SMALL_M}", lambda m=mod: kernels.pick_fp8_small_config(
+            fast = "fast" if kernels.quant_fp8.fast_accum() else ""  # its candidates differ: its own decision
+            mod.small_config = decide(mod, f"m{SMALL_M}{fast}", lambda m=mod: kernels.pick_fp8_small_config(
                 m.weight, m.weight_scale, m.bias, SMALL_M))
             continue
         mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
