@@ -59,6 +59,20 @@ def test_shipped_table_matches_current_candidates(monkeypatch):
     assert tuning.fingerprint("m8") != before["m8"]
 
 
+def test_fp8_kinds_fingerprint_their_own_candidates(monkeypatch):
+    """FP8 skinny-GEMM decisions hash quant_fp8's candidate lists (the fast-accumulation ones only in the
+    "fast" kind), not the bf16 list; the FP8 batch-1 GEMV shares the bf16 GEMV's candidates."""
+    from tachyon.kernels import quant_fp8, tuning
+
+    kinds = ("m8", "m8fp8", "m8fp8fast")
+    before = {k: tuning.fingerprint(k) for k in kinds}
+    assert len(set(before.values())) == 3 and tuning.fingerprint("m1fp8") == tuning.fingerprint("m1")
+    monkeypatch.setattr(quant_fp8, "FP8_SMALL_FAST_CONFIGS", quant_fp8.FP8_SMALL_FAST_CONFIGS[:-1])
+    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, True, False]
+    monkeypatch.setattr(quant_fp8, "FP8_SMALL_CONFIGS", quant_fp8.FP8_SMALL_CONFIGS[:-1])
+    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, False, False]
+
+
 class _FakeCuda(torch.Tensor):
     """A CPU tensor that reports is_cuda, to drive tune_gemv's bookkeeping without a GPU."""
 

@@ -24,9 +24,10 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 
 # skinny-GEMM (gemv.py SmallConfig) candidates for FP8 weights at 2..8 rows. The 16-row layout (SWAP 0: mma
 # with fp32 accumulation) matched cuBLASLt's exact result; the swapped one (SWAP 1: Hopper's warpgroup MMA,
-# whose FP8 accumulation is not exact: relative error 1.3-4.1e-3 against 7e-4) is a candidate only with
-# TACHYON_FP8_FAST_ACCUM=1. Times on the H200 at 8 rows (session 11, us; cuBLASLt exact 60.2 / 51.6 / 15.5):
-# Qwen2.5-7B gate_up 42.5 / down 40.2 / qkv 12.5 with (0, 32, 256, 4, 4, 1); swapped 41.8 / 26.5 / 9.0.
+# whose FP8 accumulation is not exact: relative error 1.3-4.1e-3 against 7e-4) is a candidate only under
+# fast accumulation (fast_accum(), the default). Times on the H200 at 8 rows (session 11, us; cuBLASLt exact
+# 60.2 / 51.6 / 15.5): Qwen2.5-7B gate_up 42.5 / down 40.2 / qkv 12.5 with (0, 32, 256, 4, 4, 1); swapped
+# 41.8 / 26.5 / 9.0.
 FP8_SMALL_CONFIGS = ((0, 32, 256, 4, 4, 1), (0, 32, 512, 4, 4, 1), (0, 64, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1))
 FP8_SMALL_FAST_CONFIGS = ((1, 64, 128, 4, 4, 1), (1, 64, 128, 4, 4, 4), (1, 128, 128, 4, 4, 1), (1, 64, 256, 4, 3, 2))
 
@@ -126,10 +127,12 @@ def fp8_linear_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bi
 
 
 def fast_accum() -> bool:
-    """TACHYON_FP8_FAST_ACCUM=1: cuBLASLt's fast FP8 accumulation (Hopper; faster, less exact), and the skinny
-    GEMM's swapped layout among the tuning candidates. Off by default; read per call (a CUDA graph keeps
-    what was in force at capture)."""
-    return os.environ.get("TACHYON_FP8_FAST_ACCUM", "0") == "1"
+    """Hopper's fast FP8 accumulation: cuBLASLt's (use_fast_accum) and the skinny GEMM's swapped layout among
+    the tuning candidates. On by default, as vLLM's FP8 GEMMs on Hopper: its error (1.3-4.1e-3 relative at
+    the 7B projections, 8 rows) is an order below W8A8's own; on Qwen2.5-7B (H200, session 11) it gave
+    nano256 14,692 -> 15,798 tok/s and seed8 1,859 -> 2,596. TACHYON_FP8_FAST_ACCUM=0: exact accumulation.
+    Read per call (a CUDA graph keeps what was in force at capture)."""
+    return os.environ.get("TACHYON_FP8_FAST_ACCUM", "1") != "0"
 
 
 def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,

@@ -194,10 +194,10 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
         if not isinstance(mod, Linear) or not mod.weight.is_cuda:
             continue
         if mod.weight_scale is not None:  # FP8: the batch-1 GEMV and the skinny GEMM (no fused variants)
-            mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_fp8_gemv_config(m.weight, m.weight_scale,
-                                                                                            m.bias))
+            mod.gemv_config = decide(mod, "m1fp8", lambda m=mod: kernels.pick_fp8_gemv_config(
+                m.weight, m.weight_scale, m.bias))
             fast = "fast" if kernels.quant_fp8.fast_accum() else ""  # its candidates differ: its own decision
-            mod.small_config = decide(mod, f"m{SMALL_M}{fast}", lambda m=mod: kernels.pick_fp8_small_config(
+            mod.small_config = decide(mod, f"m{SMALL_M}fp8{fast}", lambda m=mod: kernels.pick_fp8_small_config(
                 m.weight, m.weight_scale, m.bias, SMALL_M))
             continue
         mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
