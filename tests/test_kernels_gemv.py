@@ -7,11 +7,10 @@ import torch
 
 from tachyon import kernels
 from tachyon.kernels._triton import HAS_TRITON
+from tachyon.kernels.gemm_small import SMALL_CONFIGS, gemm_small_triton
 from tachyon.kernels.gemv import (
     CONFIGS,
     FUSED_CONFIGS,
-    SMALL_CONFIGS,
-    gemm_small_triton,
     gemv_ref,
     gemv_triton,
 )
@@ -230,7 +229,7 @@ def test_gemv_pdl_policy(monkeypatch):
 
 def test_small_gemm_pdl_policy(monkeypatch):
     """Skinny GEMMs launch early where PDL is on; only those up to 160 MiB trigger (not a 7B gate_up)."""
-    G = importlib.import_module("tachyon.kernels.gemv")
+    G = importlib.import_module("tachyon.kernels.gemm_small")
     monkeypatch.setattr(G, "pdl_args", lambda d: {"PDL": True, "launch_pdl": True})
     monkeypatch.delenv("TACHYON_PDL_SMALL_TRIGGER_MAX_MB", raising=False)
     dev = torch.device("cpu")

@@ -92,6 +92,7 @@ def launch_all() -> None:
     K = importlib.import_module("tachyon.kernels")
     G = importlib.import_module("tachyon.kernels.gemv")
     GLU = importlib.import_module("tachyon.kernels.gemv_glu")
+    SMALL = importlib.import_module("tachyon.kernels.gemm_small")
     meta = "meta"
 
     def t(dtype, *shape):
@@ -115,8 +116,8 @@ def launch_all() -> None:
             G.rmsnorm_gemv_triton(t(dt, 1, 3584), t(dt, 1, 3584), t(dt, 3584), 1e-6, t(dt, 4608, 3584), None, cfg)
             G.silu_gemv_triton(t(dt, 1, 2 * 18944), t(dt, 3584, 18944), None, cfg)
             GLU.gemv_glu_triton(t(dt, 1, 1024), t(dt, 2 * 3072, 1024), None, cfg)
-        for cfg in G.SMALL_CONFIGS:
-            G.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
+        for cfg in SMALL.SMALL_CONFIGS:
+            SMALL.gemm_small_triton(t(dt, 8, 18944), t(dt, 3584, 18944), None, cfg)
     qkv = t(torch.bfloat16, 4096, (16 + 2 * 8) * 128)
     K.qkv_post_triton(qkv, i64(4096), f32(40960, 128), t(torch.bfloat16, 2, 100, 16, 8, 128), i64(4096),
                       t(torch.bfloat16, 128), t(torch.bfloat16, 128), 1e-6, 16, 8, 128)

@@ -18,13 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tachyon.kernels.gemv import (  # noqa: E402
-    CONFIGS,
-    SMALL_CONFIGS,
-    SMALL_M,
-    gemm_small_triton,
-    gemv_triton,
-)
+from tachyon.kernels.gemm_small import SMALL_CONFIGS, SMALL_M, gemm_small_triton  # noqa: E402
+from tachyon.kernels.gemv import CONFIGS, gemv_triton  # noqa: E402
 from tachyon.kernels.gemv_select import _graph_time_ms, pick_gemv_config, pick_small_config  # noqa: E402
 from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 

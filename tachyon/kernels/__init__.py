@@ -13,8 +13,8 @@ from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
+from tachyon.kernels.gemm_small import gemm_small_triton
 from tachyon.kernels.gemv import (
-    gemm_small_triton,
     gemv_ref,
     gemv_triton,
     rmsnorm_gemv_ref,

@@ -13,14 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from tachyon.kernels._triton import HAS_TRITON
+from tachyon.kernels.gemm_small import SMALL_CONFIGS, SMALL_M, SmallConfig, gemm_small_triton
 from tachyon.kernels.gemv import (
     CONFIGS,
     FUSED_CONFIGS,
-    SMALL_CONFIGS,
-    SMALL_M,
     GemvConfig,
-    SmallConfig,
-    gemm_small_triton,
     gemv_triton,
     rmsnorm_gemv_triton,
     silu_gemv_triton,

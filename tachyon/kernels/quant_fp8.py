@@ -11,7 +11,7 @@ Contract:
     (q_x * s_x) @ (w_q * s_w)^T + bias, accumulated in fp32. CUDA: cuBLASLt through torch._scaled_mm with
     row-wise scales; otherwise the dequantizing reference (the oracle; slow: it materializes the weight).
   fp8_gemv(x [1, K], ...) / fp8_gemm_small(x [2..16, K], ...): the same through gemv.py's batch-1 GEMV and
-    skinny GEMM reading the FP8 weight, where warm-up tuning finds them faster than cuBLASLt.
+    gemm_small.py's skinny GEMM reading the FP8 weight, where warm-up tuning finds them faster than cuBLASLt.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 
-# skinny-GEMM (gemv.py SmallConfig) candidates for FP8 weights at 2..8 rows. The 16-row layout (SWAP 0: mma
+# skinny-GEMM (gemm_small.py SmallConfig) candidates for FP8 weights at 2..8 rows. The 16-row layout (SWAP 0: mma
 # with fp32 accumulation) matched cuBLASLt's exact result; the swapped one (SWAP 1: Hopper's warpgroup MMA,
 # whose FP8 accumulation is not exact: relative error 1.3-4.1e-3 against 7e-4) is a candidate only under
 # fast accumulation (fast_accum(), the default). Times on the H200 at 8 rows (session 11, us; cuBLASLt exact
@@ -165,10 +165,10 @@ def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
 
 def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                           config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """2..16 rows, x [M, K] with unit column stride: the row quantization, then gemv.py's skinny GEMM on the
+    """2..16 rows, x [M, K] with unit column stride: the row quantization, then gemm_small.py's skinny GEMM on the
     FP8 operands (widened exactly for the tensor cores) with both scales on its fp32 accumulator; `config`
-    a gemv.SmallConfig."""
-    from tachyon.kernels.gemv import gemm_small_triton
+    a gemm_small.SmallConfig."""
+    from tachyon.kernels.gemm_small import gemm_small_triton
 
     xq, xs = quantize_rows_triton(x)
     return gemm_small_triton(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)

@@ -34,16 +34,17 @@ def fingerprint(kind: str = "m1") -> str:
     "m1+<prologue>" (fused GEMV, chosen against the plain one), "m<SMALL_M>" (skinny GEMM); for FP8 weights
     "m1fp8" and "m<SMALL_M>fp8[fast]" (quant_fp8.py's candidates, the fast-accumulation ones with "fast")."""
     gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
+    small = importlib.import_module("tachyon.kernels.gemm_small")
     if kind in ("m1", "m1fp8"):
         lists: tuple = (gemv.CONFIGS, gemv.KERNEL_VERSION)
     elif "fp8" in kind:
         q8 = importlib.import_module("tachyon.kernels.quant_fp8")
         fast = q8.FP8_SMALL_FAST_CONFIGS if kind.endswith("fast") else ()
-        lists = (q8.FP8_SMALL_CONFIGS, fast, gemv.SMALL_M, gemv.KERNEL_VERSION)
+        lists = (q8.FP8_SMALL_CONFIGS, fast, small.SMALL_M, gemv.KERNEL_VERSION)
     elif kind.startswith("m1+"):
         lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.KERNEL_VERSION)
     else:
-        lists = (gemv.SMALL_CONFIGS, gemv.SMALL_M, gemv.KERNEL_VERSION)
+        lists = (small.SMALL_CONFIGS, small.SMALL_M, gemv.KERNEL_VERSION)
     return hashlib.sha1(repr(lists).encode()).hexdigest()[:12]
 
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tachyon import kernels
-from tachyon.kernels.gemv import SMALL_M
+from tachyon.kernels.gemm_small import SMALL_M
 
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
