@@ -143,14 +143,19 @@ class PrefillGraphRunner:
         if not self.use_graphs:
             return
         self.pool = pool
-        for _ in range(2):  # both host sets: every row padding
-            self._pad(self.staging.host(), 0, self.max_tokens, 0, self.max_seqs)
-            self.staging.upload()
+        self.pad_inputs()
         keys = buckets or [(t, b) for t in self.token_buckets for b in self.seq_buckets if b <= t]
         for t, b in sorted(keys, reverse=True):
             self.graphs[(t, b)], self.tokens[(t, b)], self.pool = capture_step(lambda t=t, b=b: self._step(t, b),
                                                                                self.pool)
         torch.cuda.synchronize()
+
+    def pad_inputs(self) -> None:
+        """Every token and sequence padding, in both staging sets (uploaded): what capture and the warm-up's
+        compile pass run on."""
+        for _ in range(2):
+            self._pad(self.staging.host(), 0, self.max_tokens, 0, self.max_seqs)
+            self.staging.upload()
 
     def release(self) -> None:
         self.graphs.clear()

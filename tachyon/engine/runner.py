@@ -98,9 +98,11 @@ class ModelRunner:
                                   last_tokens=self.last_tokens)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
-        """Compile, in parallel, the Triton kernels of the profile step and of every decode-graph bucket:
-        their launches only compile here (kernels/precompile.py), so the profile and the graph captures
-        that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
+        """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
+        unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
+        config): their launches only compile here (kernels/precompile.py), so the profile and the graph
+        captures that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
+        from tachyon.engine.cuda_graph import UNFILTERED_MAX_BATCH
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -113,7 +115,15 @@ class ModelRunner:
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
                 for bs in probe.buckets:
                     probe._step(bs)
+                    if bs <= UNFILTERED_MAX_BATCH:
+                        probe._step(bs, unfiltered=True)
                     self.last_tokens.zero_()  # the step "sampled" garbage: keep every gathered id valid
+                if self.prefill_graph_tokens:
+                    prefill = self._prefill_graph_runner()
+                    prefill.pad_inputs()
+                    for t in prefill.token_buckets:  # the sequence bucket changes no kernel variant
+                        prefill._step(t, min(t, prefill.max_seqs))
+                    self.last_tokens.zero_()
         torch.cuda.synchronize()
         self.last_tokens.zero_()
 
