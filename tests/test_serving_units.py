@@ -193,9 +193,12 @@ def test_cli_flags(tmp_path):
             "--served-model-name",
             "x",
             "y",
+            "--quantization",
+            "fp8",
         ]
     )
     cfg = build_config(args)
     assert len(cfg.api_key_hashes) == 2 and "k1" not in cfg.api_key_hashes
     assert cfg.models[0].names == ["x", "y"] and cfg.models[0].engine_args["max_num_seqs"] == 8
+    assert cfg.models[0].engine_args["quantization"] == "fp8"
     assert cfg.models[0].engine_args["model"] == "/m" and cfg.rate_limit == "60/minute"

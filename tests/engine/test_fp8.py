@@ -80,3 +80,17 @@ def _last_logits(model, ids: list[int]) -> torch.Tensor:
 def test_quantization_argument_is_validated():
     with pytest.raises(ValueError, match="quantization"):
         LLM(device="cpu", quantization="int4")
+
+
+def test_engine_cli_flag_reaches_the_engine_config():
+    import argparse
+
+    from tachyon.config import EngineConfig
+    from tachyon.engine.cli import add_engine_args, engine_kwargs
+
+    p = argparse.ArgumentParser()
+    add_engine_args(p)
+    assert EngineConfig.from_kwargs(**engine_kwargs(p.parse_args(["--quantization", "fp8"]))).quantization == "fp8"
+    assert engine_kwargs(p.parse_args([]))["quantization"] is None
+    with pytest.raises(SystemExit):
+        p.parse_args(["--quantization", "int4"])
