@@ -77,19 +77,21 @@ def pdl_check(shape: str, dtype: str = "bfloat16") -> dict:
                 identical_batch1=same[:4], identical_batch4=same[4:])
 
 
-def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
+def parity(shape: str, dtype: str = "bfloat16", single: bool = False, quantization: str | None = None) -> dict:
     """Greedy tokens of the GPU engine against the torch reference path (eager) on 4 seed8 prompts, decoded
-    together (B=4) or, with `single`, one request at a time (the batch-1 decode graphs)."""
+    together (B=4) or, with `single`, one request at a time (the batch-1 decode graphs); both engines built
+    with `quantization` (FP8: the reference dequantizes, exact fp32 accumulation)."""
     prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
     sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
-    fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16)
+    fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, quantization=quantization)
     groups = [[p] for p in prompts] if single else [prompts]
     a = [o.outputs[0].token_ids for g in groups for o in fast.generate(g, sp, use_tqdm=False)]
     del fast
     gc.collect()
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
-    ref = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, enforce_eager=True)
+    ref = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, enforce_eager=True,
+              quantization=quantization)
     ref_out = ref.generate(prompts, sp.clone(logprobs=20), use_tqdm=False)
     b = [o.outputs[0].token_ids for o in ref_out]
     del ref
@@ -110,8 +112,8 @@ def parity(shape: str, dtype: str = "bfloat16", single: bool = False) -> dict:
         gaps.append(dict(pos=i, top2_logprob_gap=top[0] - top[1], fast_token_in_ref_top2=rank is not None and rank <= 2,
                          fast_token_ref_rank=rank,
                          fast_token_ref_gap=None if rank is None else top[0] - lps[a[k][i]].logprob))
-    return dict(shape=shape, dtype=dtype, batch=1 if single else len(prompts), identical=a == b,
-                first_divergence=first_div, divergence_gaps=gaps)
+    return dict(shape=shape, dtype=dtype, quantization=quantization, batch=1 if single else len(prompts),
+                identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
 
 
 def main() -> None:
@@ -144,7 +146,7 @@ def main() -> None:
             print(results["pdl_check"][-1], flush=True)
         if args.parity:
             for dt in args.parity_dtypes.split(","):
-                results["parity"].append(parity(shape, dt, args.parity_single))
+                results["parity"].append(parity(shape, dt, args.parity_single, args.quantization))
                 print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,
