@@ -106,6 +106,44 @@ def test_tune_gemv_decides_once_per_shape_and_remembers(tmp_path, monkeypatch):
     assert tune_gemv(model) == first and calls == []
 
 
+def test_tune_gemv_gives_fp8_layers_their_own_decisions(tmp_path, monkeypatch):
+    """An FP8 layer is timed with the FP8 pickers under its own kinds (the fast-accumulation setting part of the
+    skinny GEMM's), never given a fused prologue / epilogue config, and a bf16 layer of the same shape keeps its
+    own decisions."""
+    from tachyon.kernels import quant_fp8, tuning
+
+    monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tuning, "_USER", None)
+    monkeypatch.setattr(tuning, "device_tag", lambda dev: "Fake_GPU")
+    calls = []
+    monkeypatch.setattr(kernels, "pick_gemv_config", lambda w, b: calls.append(("m1", w.dtype)) or CONFIGS[1])
+    monkeypatch.setattr(kernels, "pick_small_config", lambda w, b, m: calls.append(("m8", w.dtype)) or None)
+    monkeypatch.setattr(kernels, "pick_fused_config",
+                        lambda w, b, p, plain, norm_w=None: calls.append((p, w.dtype)) or CONFIGS[2])
+    monkeypatch.setattr(kernels, "pick_fp8_gemv_config",
+                        lambda w, s, b: calls.append(("m1fp8", w.dtype, s.shape)) or CONFIGS[3])
+    small = (0, 32, 256, 4, 4, 1)
+    monkeypatch.setattr(kernels, "pick_fp8_small_config",
+                        lambda w, s, b, m: calls.append(("m8fp8", quant_fp8.fast_accum())) or small)
+    model = torch.nn.Sequential(Linear(64, 32), Linear(64, 32))
+    for lin in model:
+        lin.prologue = "rmsnorm"
+    model[0].quantize_fp8()
+    for lin in model:
+        lin.weight = torch.nn.Parameter(lin.weight.data.as_subclass(_FakeCuda), requires_grad=False)
+    tune_gemv(model)
+    fp8 = torch.float8_e4m3fn
+    assert calls == [("m1fp8", fp8, (32,)), ("m8fp8", True), ("m1", torch.float32), ("m8", torch.float32),
+                     ("rmsnorm", torch.float32)]
+    assert (model[0].gemv_config, model[0].small_config, model[0].fused_config) == (CONFIGS[3], small, None)
+    assert (model[1].gemv_config, model[1].small_config, model[1].fused_config) == (CONFIGS[1], None, CONFIGS[2])
+    calls.clear()
+    monkeypatch.setenv("TACHYON_FP8_FAST_ACCUM", "0")  # another candidate list: decided afresh, once
+    tune_gemv(model)
+    tune_gemv(model)
+    assert calls == [("m8fp8", False)]
+
+
 def test_step_overrides_win_and_are_valid(tmp_path, monkeypatch):
     """A shipped step-measured choice wins over the user cache and the per-weight entries for its key (and
     only for its key); TACHYON_RETUNE=1 ignores it too. Every shipped override is keyed with today's
