@@ -51,8 +51,9 @@ class Linear(nn.Module):
         """Replace the weight by its FP8 (e4m3) per-output-channel quantization, in place of the bf16 copy
         (freed once nothing else holds it); forward then quantizes its input per row and runs an FP8 GEMM.
         The bf16 kernel choices no longer apply and are cleared (tune_gemv then times the FP8 batch-1 GEMV and
-        skinny GEMM against cuBLASLt; larger row counts always take cuBLASLt). Call after
-        the weights are loaded; a layer whose weight is shared (a tied lm_head) must not be quantized."""
+        skinny GEMM against cuBLASLt; larger row counts always take cuBLASLt). Call after the weights are
+        loaded (the FP8 parameter loads no shards); a layer whose weight is shared (a tied lm_head) must not be
+        quantized."""
         if self.weight_scale is not None:
             return
         if self.weight.is_cuda and (self.in_features % 16 or self.out_features % 16):
@@ -66,7 +67,7 @@ class Linear(nn.Module):
     def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
         accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
-        converted."""
+        converted. An FP8 layer (quantize_fp8) takes the same row-count routes to its W8A8 kernels."""
         if self.weight_scale is not None:
             if x.shape[0] == 1 and self.gemv_config is not None and x.stride(-1) == 1:
                 return kernels.fp8_gemv(x, self.weight, self.weight_scale, self.bias, self.gemv_config, out_dtype)
