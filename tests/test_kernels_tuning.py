@@ -194,3 +194,27 @@ def test_tune_gemv_decides_the_glu_epilogue(tmp_path, monkeypatch):
     assert seen == [CONFIGS[1]]  # timed once per shape, against the chosen plain GEMV
     assert [m.epilogue_config for m in model] == [CONFIGS[3], CONFIGS[3], None]
     assert chosen["32x64@m1+glu"] == CONFIGS[3]
+
+
+def test_pick_skips_a_config_that_fails_and_keeps_the_rest(monkeypatch):
+    """One candidate that cannot build (here: raises) costs only itself: the fastest correct other one still wins
+    if it beats the baseline by 3%, and a fast but wrong one never does."""
+    from tachyon.kernels import gemv_select
+
+    times = {"a": 0.9, "b": 0.5, "c": 0.95}  # ms; the baseline takes 1.0
+
+    def fake_timer(fn, weights):
+        # _pick times `lambda wi, cfg=cfg: candidate(wi, cfg)`: its default argument names the config
+        return times.get((fn.__defaults__ or (None,))[0], 1.0)
+
+    monkeypatch.setattr(gemv_select, "_graph_time_ms", fake_timer)
+    w, x = torch.randn(8, 16), torch.randn(1, 16)
+    ref = x @ w.t()
+
+    def candidate(wi, cfg):
+        if cfg == "broken":
+            raise RuntimeError("out of resources: shared memory")
+        return ref * 1.5 if cfg == "b" else ref  # "b": the fastest, but wrong
+
+    assert gemv_select._pick(w, lambda wi: ref, candidate, 0, ("broken", "b", "a", "c")) == "a"
+    assert gemv_select._pick(w, lambda wi: ref, candidate, 0, ("broken",)) is None  # skipped, not raised

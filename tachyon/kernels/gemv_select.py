@@ -54,13 +54,17 @@ def _graph_time_ms(fn, weights: list[torch.Tensor], replays: int = 5) -> float:
 
 
 def _pick(w: torch.Tensor, baseline, candidate, l2_bytes: int, configs: tuple = CONFIGS) -> tuple | None:
-    """The fastest correct config of `candidate(w_i, cfg)` if it beats `baseline(w_i)` by 3%, else None."""
+    """The fastest correct config of `candidate(w_i, cfg)` if it beats `baseline(w_i)` by 3%, else None. A config
+    that fails to build or launch here (e.g. more shared memory than this GPU has) is skipped, not the rest."""
     copies = max(1, -(-l2_bytes // (w.numel() * w.element_size())))
     weights = [w] + [w.clone() for _ in range(copies - 1)]
     ref = baseline(w).float()
     best, best_ms = None, _graph_time_ms(baseline, weights)
     for cfg in configs:
-        out = candidate(w, cfg).float()
+        try:
+            out = candidate(w, cfg).float()
+        except Exception:  # noqa: BLE001 - that config is unusable here; the others still compete
+            continue
         err = ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
         if not err <= 1e-2:
             continue
