@@ -107,13 +107,18 @@ class DecodeGraphRunner:
     def capture(self, buckets: list[int] | None = None) -> None:
         """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
         self.pad_inputs()
-        twins = os.environ.get("TACHYON_UNFILTERED_GRAPHS", "1") != "0"  # an A/B knob: 0 captures no twins
         for bs in sorted(buckets or self.buckets, reverse=True):
             self.graphs[bs], self.outputs[bs], self.pool = capture_step(lambda bs=bs: self._step(bs), self.pool)
-            if twins and bs <= UNFILTERED_MAX_BATCH:
+            if self.has_twin(bs):
                 self.unfiltered_graphs[bs], self.unfiltered_outputs[bs], _ = capture_step(
                     lambda bs=bs: self._step(bs, unfiltered=True), self.pool)
         torch.cuda.synchronize()
+
+    @staticmethod
+    def has_twin(bs: int) -> bool:
+        """Whether bucket `bs` gets an unfiltered-sampling twin graph (TACHYON_UNFILTERED_GRAPHS=0, an A/B knob:
+        none)."""
+        return bs <= UNFILTERED_MAX_BATCH and os.environ.get("TACHYON_UNFILTERED_GRAPHS", "1") != "0"
 
     def pad_inputs(self) -> None:
         """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""

@@ -102,9 +102,10 @@ class LLMEngine:
 
     # ---- set-up -------------------------------------------------------------------------------
     def _quantize_fp8(self) -> None:
-        if self.device.type == "cuda" and torch.cuda.get_device_capability(self.device) < (8, 9):
-            cap = ".".join(map(str, torch.cuda.get_device_capability(self.device)))
-            raise ValueError(f"quantization='fp8' needs a GPU of compute capability >= 8.9, this one is {cap}")
+        cap = torch.cuda.get_device_capability(self.device) if self.device.type == "cuda" else None
+        if cap is not None and cap < (8, 9):
+            raise ValueError(f"quantization='fp8' needs a GPU of compute capability >= 8.9, this one is "
+                             f"{cap[0]}.{cap[1]}")
         if self.device.type == "cuda" and self.dtype != torch.bfloat16:
             raise ValueError(f"quantization='fp8' on a GPU needs dtype bfloat16 (its FP8 GEMM writes bf16), "
                              f"got {self.dtype}")

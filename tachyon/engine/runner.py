@@ -102,7 +102,6 @@ class ModelRunner:
         unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
         config): their launches only compile here (kernels/precompile.py), so the profile and the graph
         captures that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
-        from tachyon.engine.cuda_graph import UNFILTERED_MAX_BATCH
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -115,7 +114,7 @@ class ModelRunner:
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
                 for bs in probe.buckets:
                     probe._step(bs)
-                    if bs <= UNFILTERED_MAX_BATCH:
+                    if probe.has_twin(bs):
                         probe._step(bs, unfiltered=True)
                     self.last_tokens.zero_()  # the step "sampled" garbage: keep every gathered id valid
                 if self.prefill_graph_tokens:

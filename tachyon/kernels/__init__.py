@@ -34,7 +34,6 @@ from tachyon.kernels.gemv_select import (
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
     fp8_gemm_small_triton,
-    fp8_gemv_ref,
     fp8_gemv_triton,
     fp8_linear_cuda,
     fp8_linear_ref,
@@ -216,8 +215,10 @@ def fp8_linear(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: 
 
 def fp8_gemv(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
              config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Batch-1 W8A8 GEMV (quant_fp8.py): x [1, K] -> [1, N]."""
-    return (fp8_gemv_triton if use_triton(x) else fp8_gemv_ref)(x, w_q, w_scale, bias, config, out_dtype)
+    """Batch-1 W8A8 GEMV (quant_fp8.py): x [1, K] -> [1, N]; the reference is fp8_linear_ref."""
+    if use_triton(x):
+        return fp8_gemv_triton(x, w_q, w_scale, bias, config, out_dtype)
+    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
 
 
 def fp8_gemm_small(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
@@ -263,7 +264,6 @@ __all__ = [
     "fp8_gemm_small_triton",
     "pick_fp8_small_config",
     "fp8_gemv",
-    "fp8_gemv_ref",
     "fp8_gemv_triton",
     "pick_fp8_gemv_config",
     "fp8_linear",

@@ -117,9 +117,10 @@ def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def fp8_linear_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                   out_dtype: torch.dtype | None = None, quantize=quantize_rows_ref) -> torch.Tensor:
-    """The dequantizing oracle: fp32 products of the dequantized operands."""
-    xq, xs = quantize(x)
+                   out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    """The dequantizing oracle, for every row count (the FP8 GEMV and skinny GEMM included): fp32 products of
+    the dequantized operands."""
+    xq, xs = quantize_rows_ref(x)
     y = (xq.float() * xs) @ (w_q.float() * w_scale.float()[:, None]).t()
     if bias is not None:
         y = y + bias.float()
@@ -146,12 +147,6 @@ def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
                             use_fast_accum=fast_accum())
 
 
-def fp8_gemv_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                 config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """The batch-1 W8A8 GEMV's oracle: fp8_linear_ref (`config` is ignored)."""
-    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
-
-
 def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                     config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """Batch 1, x [1, K] row-contiguous: the row quantization, then gemv.py's GEMV streaming the FP8 weight
@@ -166,7 +161,7 @@ def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, b
 def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                           config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """2..16 rows, x [M, K] with unit column stride: the row quantization, then gemm_small.py's skinny GEMM on the
-    FP8 operands (widened exactly for the tensor cores) with both scales on its fp32 accumulator; `config`
+    FP8 operands (given to the tensor cores as they are) with both scales on its fp32 accumulator; `config`
     a gemm_small.SmallConfig."""
     from tachyon.kernels.gemm_small import gemm_small_triton
 
@@ -175,5 +170,5 @@ def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Ten
 
 
 __all__ = ["FP8", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "fast_accum", "fp8_gemm_small_triton",
-           "fp8_gemv_ref", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref",
+           "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref",
            "quantize_rows_triton", "quantize_weight"]

@@ -68,19 +68,18 @@ class Linear(nn.Module):
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
         accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
         converted. An FP8 layer (quantize_fp8) takes the same row-count routes to its W8A8 kernels."""
-        if self.weight_scale is not None:
-            if x.shape[0] == 1 and self.gemv_config is not None and x.stride(-1) == 1:
-                return kernels.fp8_gemv(x, self.weight, self.weight_scale, self.bias, self.gemv_config, out_dtype)
-            if 1 < x.shape[0] <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
-                return kernels.fp8_gemm_small(x, self.weight, self.weight_scale, self.bias, self.small_config,
-                                              out_dtype)
-            return kernels.fp8_linear(x, self.weight, self.weight_scale, self.bias, out_dtype)
-        m = x.shape[0]
+        m, w, b, s = x.shape[0], self.weight, self.bias, self.weight_scale
         if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
-            return kernels.gemv(x, self.weight, self.bias, self.gemv_config, out_dtype=out_dtype)
+            if s is not None:
+                return kernels.fp8_gemv(x, w, s, b, self.gemv_config, out_dtype)
+            return kernels.gemv(x, w, b, self.gemv_config, out_dtype=out_dtype)
         if 1 < m <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
-            return kernels.gemm_small(x, self.weight, self.bias, self.small_config, out_dtype=out_dtype)
-        y = F.linear(x, self.weight, self.bias)
+            if s is not None:
+                return kernels.fp8_gemm_small(x, w, s, b, self.small_config, out_dtype)
+            return kernels.gemm_small(x, w, b, self.small_config, out_dtype=out_dtype)
+        if s is not None:
+            return kernels.fp8_linear(x, w, s, b, out_dtype)
+        y = F.linear(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
 
 
