@@ -117,7 +117,8 @@ def test_fp8_linear_reference_dispatch_on_cpu():
 
 @needs_triton
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("n,k,config", [(96, 256, (4, 1024, 4, 1)), (40, 300, (8, 512, 4, 3)), (64, 2048, None)])
+@pytest.mark.parametrize("n,k,config", [(96, 256, (4, 1024, 4, 1)), (40, 300, (8, 512, 4, 3)), (64, 2048, None),
+                                        (24, 300, (2, 4096, 4, 1)), (40, 2200, (8, 1024, 4, 3))])
 def test_fp8_gemv_matches_reference(bias, n, k, config):
     """Batch 1: the GEMV kernel streaming the FP8 weight (with and without an even K, several configs)."""
     g = torch.Generator().manual_seed(n + k)
@@ -150,3 +151,99 @@ def test_fp8_gemm_small_matches_reference(bias, config, m, n, k):
     scale = float(y_ref.float().abs().max())
     tol = 1e-4 if dtype == torch.float32 else 1e-2
     assert float((y.float() - y_ref.float()).abs().max()) <= tol * scale
+
+
+def _dequant_close(q: torch.Tensor, s: torch.Tensor, y: torch.Tensor) -> None:
+    """(q, s) dequantizes to y within the contract's rounding (half an e4m3 step, or a subnormal step)."""
+    err = (q.float() * s - y.float()).abs()
+    assert bool((err <= y.float().abs() / 16 + s * 2.0 ** -9 + 1e-30).all())
+
+
+@needs_triton
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])  # bf16 on CPU too: the rounding before the amax
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("m,n", [(1, 64), (5, 300), (3, 1024)])
+def test_rmsnorm_quant_is_rmsnorm_then_quantize_rows(dtype, residual, m, n):
+    """The fused norm + FP8 row quantization gives, bit for bit, the Triton norm's output quantized by the
+    reference quantizer (the pair it replaces), and the same residual stream; within rounding of the torch
+    reference pair."""
+    g = torch.Generator().manual_seed(m * n + residual)
+    x = (torch.randn(m, n, generator=g) * 2).to(dtype).to(DEV)
+    r = torch.randn(m, n, generator=g).to(dtype).to(DEV) if residual else None
+    w = (torch.rand(n, generator=g) + 0.5).to(dtype).to(DEV)
+    if m > 2:
+        x[1, 7] = 80.0  # an outlier sets that row's scale
+    (q, s), h = K.rmsnorm_quant_triton(x, w, 1e-6, r)
+    out, h_pair = K.rmsnorm_triton(x, w, 1e-6, r)
+    q_pair, s_pair = K.quantize_rows_ref(out)
+    assert q.shape == (m, n) and s.shape == (m, 1) and q.dtype == FP8
+    assert torch.equal(_bits(q), _bits(q_pair)) and torch.equal(s, s_pair)
+    assert torch.equal(h, h_pair)
+    (q_ref, s_ref), h_ref = K.rmsnorm_quant_ref(x, w, 1e-6, r)
+    torch.testing.assert_close(s, s_ref, rtol=2 ** -6 if dtype == torch.bfloat16 else 1e-5, atol=0)  # 2 bf16 ulps
+    torch.testing.assert_close(h.float(), h_ref.float(), rtol=2 ** -7 if dtype == torch.bfloat16 else 0, atol=0)
+    _dequant_close(q, s, out)
+
+
+@needs_triton
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m,inter", [(1, 96), (4, 300), (2, 5000)])
+def test_silu_and_mul_quant_is_silu_and_mul_then_quantize_rows(dtype, m, inter):
+    """The fused SiLU-and-mul + FP8 row quantization (several column chunks when inter > 4,096) equals the
+    Triton activation quantized by the reference quantizer bit for bit, and the torch pair within rounding."""
+    g = torch.Generator().manual_seed(m + inter)
+    x = (torch.randn(m, 2 * inter, generator=g) * 3).to(dtype).to(DEV)
+    x[0, inter + 3] = 0.0  # a product of exactly zero
+    q, s = K.silu_and_mul_quant_triton(x)
+    y = K.silu_and_mul_triton(x)
+    q_pair, s_pair = K.quantize_rows_ref(y)
+    assert q.shape == (m, inter) and s.shape == (m, 1) and q.dtype == FP8
+    assert torch.equal(_bits(q), _bits(q_pair)) and torch.equal(s, s_pair)
+    q_ref, s_ref = K.silu_and_mul_quant_ref(x)
+    torch.testing.assert_close(s, s_ref, rtol=2 ** -6 if dtype == torch.bfloat16 else 1e-5, atol=0)  # 2 bf16 ulps
+    _dequant_close(q, s, y)
+
+
+def test_fused_quant_references_compose_the_pair():
+    """The references are the unfused pair (what the CPU engine runs), and the zero row keeps the floor scale."""
+    x, w = torch.randn(3, 40), torch.rand(40) + 0.5
+    x[2] = 0.0
+    (q, s), h = K.rmsnorm_quant(x, w, 1e-6)
+    q2, s2 = K.quantize_rows_ref(K.rmsnorm_ref(x, w, 1e-6)[0])
+    assert torch.equal(_bits(q), _bits(q2)) and torch.equal(s, s2) and h is x
+    assert float(s[2]) == pytest.approx(K.quant_fp8.FP8_MIN_AMAX / 448.0) and not q[2].float().any()
+    gu = torch.randn(2, 64)
+    q, s = K.silu_and_mul_quant(gu)
+    q2, s2 = K.quantize_rows_ref(K.silu_and_mul_ref(gu))
+    assert torch.equal(_bits(q), _bits(q2)) and torch.equal(s, s2)
+
+
+def test_fp8_linear_takes_a_quantized_pair():
+    """A pre-quantized (q, scale) input gives the same result as the unquantized input; out_dtype is required
+    with a pair."""
+    x = torch.randn(4, 32)
+    w_q, w_s = K.quantize_weight(torch.randn(16, 32))
+    pair = K.quantize_rows(x)
+    for fn in (K.fp8_linear_ref, K.fp8_linear):
+        assert torch.equal(fn(pair, w_q, w_s, None, torch.float32), fn(x, w_q, w_s, None))
+        with pytest.raises(ValueError, match="out_dtype"):
+            fn(pair, w_q, w_s, None)
+
+
+def test_linear_routes_a_quantized_input_only_to_an_fp8_layer():
+    """models.layers: norm_linear / silu_linear feed an FP8 layer the fused producers' pairs and get what the
+    unfused path gives; a bf16 layer refuses a pair."""
+    from tachyon.models.layers import Linear, RMSNorm, norm_linear, silu_linear
+
+    torch.manual_seed(0)
+    lin, down, norm = Linear(32, 16), Linear(24, 32), RMSNorm(32, 1e-6)
+    norm.weight.data.uniform_(0.5, 1.5)
+    x, res, gu = torch.randn(3, 32), torch.randn(3, 32), torch.randn(3, 48)
+    with pytest.raises(TypeError, match="FP8"):
+        lin(K.quantize_rows(x), out_dtype=torch.float32)
+    lin.quantize_fp8()
+    down.quantize_fp8()
+    y, h = norm_linear(norm, lin, x, res)
+    h_ref = x + res
+    assert torch.equal(h, h_ref) and torch.equal(y, lin(norm(h_ref)))
+    assert torch.equal(silu_linear(down, gu), down(K.silu_and_mul_ref(gu)))

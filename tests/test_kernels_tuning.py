@@ -62,16 +62,18 @@ def test_shipped_table_matches_current_candidates(monkeypatch):
 
 def test_fp8_kinds_fingerprint_their_own_candidates(monkeypatch):
     """FP8 skinny-GEMM decisions hash quant_fp8's candidate lists (the fast-accumulation ones only in the
-    "fast" kind), not the bf16 list; the FP8 batch-1 GEMV shares the bf16 GEMV's candidates."""
+    "fast" kind), not the bf16 list; the FP8 batch-1 GEMV hashes its own list (the bf16 one and wider K tiles)."""
     from tachyon.kernels import quant_fp8, tuning
 
-    kinds = ("m8", "m8fp8", "m8fp8fast")
+    kinds = ("m8", "m8fp8", "m8fp8fast", "m1", "m1fp8")
     before = {k: tuning.fingerprint(k) for k in kinds}
-    assert len(set(before.values())) == 3 and tuning.fingerprint("m1fp8") == tuning.fingerprint("m1")
+    assert len(set(before.values())) == 5
     monkeypatch.setattr(quant_fp8, "FP8_SMALL_FAST_CONFIGS", quant_fp8.FP8_SMALL_FAST_CONFIGS[:-1])
-    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, True, False]
+    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, True, False, True, True]
     monkeypatch.setattr(quant_fp8, "FP8_SMALL_CONFIGS", quant_fp8.FP8_SMALL_CONFIGS[:-1])
-    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, False, False]
+    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, False, False, True, True]
+    monkeypatch.setattr(quant_fp8, "FP8_GEMV_CONFIGS", quant_fp8.FP8_GEMV_CONFIGS[:-1])
+    assert [tuning.fingerprint(k) == before[k] for k in kinds] == [True, False, False, True, False]
 
 
 class _FakeCuda(torch.Tensor):

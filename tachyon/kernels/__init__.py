@@ -8,7 +8,12 @@ import os
 import torch
 
 from tachyon.kernels._triton import HAS_TRITON
-from tachyon.kernels.activation import silu_and_mul_ref, silu_and_mul_triton
+from tachyon.kernels.activation import (
+    silu_and_mul_quant_ref,
+    silu_and_mul_quant_triton,
+    silu_and_mul_ref,
+    silu_and_mul_triton,
+)
 from tachyon.kernels.attention import attention_ref, attention_triton
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
@@ -33,6 +38,7 @@ from tachyon.kernels.gemv_select import (
 )
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
+    QuantizedRows,
     fp8_gemm_small_triton,
     fp8_gemv_triton,
     fp8_linear_cuda,
@@ -41,7 +47,7 @@ from tachyon.kernels.quant_fp8 import (
     quantize_rows_triton,
     quantize_weight,
 )
-from tachyon.kernels.rmsnorm import rmsnorm_ref, rmsnorm_triton
+from tachyon.kernels.rmsnorm import rmsnorm_quant_ref, rmsnorm_quant_triton, rmsnorm_ref, rmsnorm_triton
 from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
 from tachyon.kernels.split_kv import decode_kv_splits
@@ -207,24 +213,35 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (quantize_rows_triton if use_triton(x) else quantize_rows_ref)(x)
 
 
-def fp8_linear(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+def rmsnorm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+                  ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """((FP8 rows, fp32 scale [M, 1]), x + residual): rmsnorm then quantize_rows in one kernel (rmsnorm.py)."""
+    return (rmsnorm_quant_triton if use_triton(x) else rmsnorm_quant_ref)(x, weight, eps, residual)
+
+
+def silu_and_mul_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(FP8 rows, fp32 scale [M, 1]) of silu_and_mul(x), quantized in the same kernel (activation.py)."""
+    return (silu_and_mul_quant_triton if use_triton(x) else silu_and_mul_quant_ref)(x)
+
+
+def fp8_linear(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """W8A8 x @ (w_q * w_scale)^T + bias with x quantized per row (quant_fp8.py)."""
-    return (fp8_linear_cuda if use_triton(x) else fp8_linear_ref)(x, w_q, w_scale, bias, out_dtype)
+    """W8A8 x @ (w_q * w_scale)^T + bias with x quantized per row, or given as its (q, scale) (quant_fp8.py)."""
+    return (fp8_linear_cuda if use_triton(w_q) else fp8_linear_ref)(x, w_q, w_scale, bias, out_dtype)
 
 
-def fp8_gemv(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+def fp8_gemv(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
              config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """Batch-1 W8A8 GEMV (quant_fp8.py): x [1, K] -> [1, N]; the reference is fp8_linear_ref."""
-    if use_triton(x):
+    if use_triton(w_q):
         return fp8_gemv_triton(x, w_q, w_scale, bias, config, out_dtype)
     return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
 
 
-def fp8_gemm_small(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+def fp8_gemm_small(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                    config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """2..16-row W8A8 skinny GEMM (quant_fp8.py); the reference is fp8_linear_ref."""
-    if use_triton(x):
+    if use_triton(w_q):
         return fp8_gemm_small_triton(x, w_q, w_scale, bias, config, out_dtype)
     return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
 
@@ -270,6 +287,13 @@ __all__ = [
     "fp8_linear_cuda",
     "fp8_linear_ref",
     "quantize_rows",
+    "QuantizedRows",
+    "rmsnorm_quant",
+    "rmsnorm_quant_ref",
+    "rmsnorm_quant_triton",
+    "silu_and_mul_quant",
+    "silu_and_mul_quant_ref",
+    "silu_and_mul_quant_triton",
     "quantize_rows_ref",
     "quantize_rows_triton",
     "quantize_weight",

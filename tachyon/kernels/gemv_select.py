@@ -89,16 +89,16 @@ def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, l2_bytes: int =
 
 def pick_fp8_gemv_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
                          l2_bytes: int = 160 << 20) -> GemvConfig | None:
-    """CUDA only: like pick_gemv_config for an FP8 weight (quant_fp8.py): the batch-1 W8A8 GEMV against
-    cuBLASLt's scaled GEMM, both after the same row quantization."""
+    """CUDA only: like pick_gemv_config for an FP8 weight (quant_fp8.py): the batch-1 W8A8 GEMV over
+    FP8_GEMV_CONFIGS against cuBLASLt's scaled GEMM, both after the same row quantization."""
     if not (HAS_TRITON and w_q.is_cuda and w_q.dim() == 2 and w_q.stride(-1) == 1):
         return None
     try:
-        from tachyon.kernels.quant_fp8 import fp8_gemv_triton, fp8_linear_cuda
+        from tachyon.kernels.quant_fp8 import FP8_GEMV_CONFIGS, fp8_gemv_triton, fp8_linear_cuda
 
         x = torch.randn(1, w_q.shape[1], device=w_q.device, dtype=torch.bfloat16)
         return _pick(w_q, lambda wi: fp8_linear_cuda(x, wi, w_scale, bias),
-                     lambda wi, cfg: fp8_gemv_triton(x, wi, w_scale, bias, cfg), l2_bytes)
+                     lambda wi, cfg: fp8_gemv_triton(x, wi, w_scale, bias, cfg), l2_bytes, FP8_GEMV_CONFIGS)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None
 

@@ -12,6 +12,8 @@ Contract:
     row-wise scales; otherwise the dequantizing reference (the oracle; slow: it materializes the weight).
   fp8_gemv(x [1, K], ...) / fp8_gemm_small(x [2..16, K], ...): the same through gemv.py's batch-1 GEMV and
     gemm_small.py's skinny GEMM reading the FP8 weight, where warm-up tuning finds them faster than cuBLASLt.
+  Each linear takes x either unquantized or as its quantize_rows pair (q, scale) (a fused producer such as
+  rmsnorm_quant made it); with a pair, out_dtype is required.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels.gemv import CONFIGS as GEMV_CONFIGS
 
 # skinny-GEMM (gemm_small.py SmallConfig) candidates for FP8 weights at 2..8 rows. The 16-row layout (SWAP 0: mma
 # with fp32 accumulation) matched cuBLASLt's exact result; the swapped one (SWAP 1: Hopper's warpgroup MMA,
@@ -30,6 +33,11 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 # 41.8 / 26.5 / 9.0.
 FP8_SMALL_CONFIGS = ((0, 32, 256, 4, 4, 1), (0, 32, 512, 4, 4, 1), (0, 64, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1))
 FP8_SMALL_FAST_CONFIGS = ((1, 64, 128, 4, 4, 1), (1, 64, 128, 4, 4, 4), (1, 128, 128, 4, 4, 1), (1, 64, 256, 4, 3, 2))
+
+# batch-1 GEMV (gemv.py GemvConfig) candidates for FP8 weights: gemv.CONFIGS, and the same with BLOCK_K doubled so
+# a program keeps as many weight bytes in flight as it does on bf16 (with the bf16 list alone the FP8 GEMV reached
+# 74% of its byte floor on Qwen2.5-7B, session 11)
+FP8_GEMV_CONFIGS = GEMV_CONFIGS + tuple((n, 2 * k, warps, stages) for n, k, warps, stages in GEMV_CONFIGS)
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
@@ -48,7 +56,7 @@ def quantize_rows_ref(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @triton.jit
-def _round_e4m3(v):
+def round_e4m3(v):
     """fp32 in [-448, 448] -> the nearest e4m3 value (ties to even), still fp32, so the fp8 cast after it is
     exact: normals keep 3 mantissa bits (integer rounding of the bit pattern), values under 2^-6 snap to
     multiples of 2^-9 (adding and removing 1.5 * 2^14, whose fp32 ulp is 2^-9; the sign kept, -0 included).
@@ -80,7 +88,7 @@ def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, stride_x, stride_q, K: tl.constexpr,
     for k0 in range(0, K, BLOCK):
         mask = k0 + cols < K
         x = tl.load(x_ptr + row * stride_x + k0 + cols, mask=mask, other=0.0).to(tl.float32)
-        q = _round_e4m3(tl.minimum(tl.maximum(x * inv, -448.0), 448.0))
+        q = round_e4m3(tl.minimum(tl.maximum(x * inv, -448.0), 448.0))
         tl.store(q_ptr + row * stride_q + k0 + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
 
 
@@ -116,15 +124,29 @@ def quantize_weight(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return q, scale
 
 
-def fp8_linear_ref(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                   out_dtype: torch.dtype | None = None) -> torch.Tensor:
+QuantizedRows = tuple[torch.Tensor, torch.Tensor]  # (float8_e4m3fn [M, K], fp32 scale [M, 1]): quantize_rows'
+
+
+def _operand(x: torch.Tensor | QuantizedRows, out_dtype: torch.dtype | None, quantize
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """(q, scale, out dtype) of a linear's input given as a tensor (quantized here by `quantize`) or a pair."""
+    if isinstance(x, tuple):
+        if out_dtype is None:
+            raise ValueError("out_dtype is required when x comes already quantized")
+        return x[0], x[1], out_dtype
+    xq, xs = quantize(x)
+    return xq, xs, out_dtype or x.dtype
+
+
+def fp8_linear_ref(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor,
+                   bias: torch.Tensor | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """The dequantizing oracle, for every row count (the FP8 GEMV and skinny GEMM included): fp32 products of
     the dequantized operands."""
-    xq, xs = quantize_rows_ref(x)
+    xq, xs, out_dtype = _operand(x, out_dtype, quantize_rows_ref)
     y = (xq.float() * xs) @ (w_q.float() * w_scale.float()[:, None]).t()
     if bias is not None:
         y = y + bias.float()
-    return y.to(out_dtype or x.dtype)
+    return y.to(out_dtype)
 
 
 def fast_accum() -> bool:
@@ -136,39 +158,40 @@ def fast_accum() -> bool:
     return os.environ.get("TACHYON_FP8_FAST_ACCUM", "1") != "0"
 
 
-def fp8_linear_cuda(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                    out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def fp8_linear_cuda(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor,
+                    bias: torch.Tensor | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """CUDA (compute capability >= 8.9): the Triton row quantization, then cuBLASLt's FP8 GEMM with row-wise
     scales (`w_scale` as [1, N]); `bias` must be in out_dtype (bf16)."""
-    out_dtype = out_dtype or x.dtype
-    xq, xs = quantize_rows_triton(x)
+    xq, xs, out_dtype = _operand(x, out_dtype, quantize_rows_triton)
     b = None if bias is None else bias.to(out_dtype)
     return torch._scaled_mm(xq, w_q.t(), scale_a=xs, scale_b=w_scale.view(1, -1), bias=b, out_dtype=out_dtype,
                             use_fast_accum=fast_accum())
 
 
-def fp8_gemv_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                    config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def fp8_gemv_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor,
+                    bias: torch.Tensor | None, config: tuple | None = None, out_dtype: torch.dtype | None = None
+                    ) -> torch.Tensor:
     """Batch 1, x [1, K] row-contiguous: the row quantization, then gemv.py's GEMV streaming the FP8 weight
     (half the bf16 bytes) with the two scales applied to its fp32 dot products; `config` a gemv.GemvConfig."""
     from tachyon.kernels.gemv import _launch
 
-    assert x.dim() == 2 and x.shape[0] == 1 and x.stride(-1) == 1 and w_q.stride(-1) == 1
-    xq, xs = quantize_rows_triton(x)
-    return _launch(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
+    xq, xs, out_dtype = _operand(x, out_dtype, quantize_rows_triton)
+    assert xq.dim() == 2 and xq.shape[0] == 1 and xq.stride(-1) == 1 and w_q.stride(-1) == 1
+    return _launch(xq, w_q, bias, config, out_dtype=out_dtype, x_scale=xs, w_scale=w_scale)
 
 
-def fp8_gemm_small_triton(x: torch.Tensor, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                          config: tuple | None = None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+def fp8_gemm_small_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor,
+                          bias: torch.Tensor | None, config: tuple | None = None,
+                          out_dtype: torch.dtype | None = None) -> torch.Tensor:
     """2..16 rows, x [M, K] with unit column stride: the row quantization, then gemm_small.py's skinny GEMM on the
     FP8 operands (given to the tensor cores as they are) with both scales on its fp32 accumulator; `config`
     a gemm_small.SmallConfig."""
     from tachyon.kernels.gemm_small import gemm_small_triton
 
-    xq, xs = quantize_rows_triton(x)
-    return gemm_small_triton(xq, w_q, bias, config, out_dtype=out_dtype or x.dtype, x_scale=xs, w_scale=w_scale)
+    xq, xs, out_dtype = _operand(x, out_dtype, quantize_rows_triton)
+    return gemm_small_triton(xq, w_q, bias, config, out_dtype=out_dtype, x_scale=xs, w_scale=w_scale)
 
 
-__all__ = ["FP8", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "fast_accum", "fp8_gemm_small_triton",
-           "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref",
-           "quantize_rows_triton", "quantize_weight"]
+__all__ = ["FP8", "FP8_GEMV_CONFIGS", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "QuantizedRows",
+           "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref",
+           "quantize_rows_ref", "quantize_rows_triton", "quantize_weight", "round_e4m3"]

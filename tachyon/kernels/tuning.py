@@ -35,10 +35,12 @@ def fingerprint(kind: str = "m1") -> str:
     "m1fp8" and "m<SMALL_M>fp8[fast]" (quant_fp8.py's candidates, the fast-accumulation ones with "fast")."""
     gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
     small = importlib.import_module("tachyon.kernels.gemm_small")
-    if kind in ("m1", "m1fp8"):
+    q8 = importlib.import_module("tachyon.kernels.quant_fp8")
+    if kind == "m1":
         lists: tuple = (gemv.CONFIGS, gemv.KERNEL_VERSION)
+    elif kind == "m1fp8":
+        lists = (q8.FP8_GEMV_CONFIGS, gemv.KERNEL_VERSION)
     elif "fp8" in kind:
-        q8 = importlib.import_module("tachyon.kernels.quant_fp8")
         fast = q8.FP8_SMALL_FAST_CONFIGS if kind.endswith("fast") else ()
         lists = (q8.FP8_SMALL_CONFIGS, fast, small.SMALL_M, gemv.KERNEL_VERSION)
     elif kind.startswith("m1+"):

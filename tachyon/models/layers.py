@@ -64,16 +64,25 @@ class Linear(nn.Module):
         self.weight_scale = scale
         self.gemv_config = self.small_config = self.fused_config = self.epilogue_config = None
 
-    def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None = None
+                ) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
         accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
-        converted. An FP8 layer (quantize_fp8) takes the same row-count routes to its W8A8 kernels."""
-        m, w, b, s = x.shape[0], self.weight, self.bias, self.weight_scale
-        if m == 1 and self.gemv_config is not None and x.stride(-1) == 1:
+        converted. An FP8 layer (quantize_fp8) takes the same row-count routes to its W8A8 kernels; it also
+        takes x already quantized, as a kernels.quantize_rows pair (a fused producer's), with out_dtype given."""
+        w, b, s = self.weight, self.bias, self.weight_scale
+        if isinstance(x, tuple) and s is None:
+            raise TypeError("Linear.forward: a quantized input needs an FP8 layer (quantize_fp8)")
+        if s is not None and not isinstance(x, tuple):
+            out_dtype = out_dtype or x.dtype
+            x = kernels.quantize_rows(x)
+        x0 = x[0] if isinstance(x, tuple) else x
+        m = x0.shape[0]
+        if m == 1 and self.gemv_config is not None and x0.stride(-1) == 1:
             if s is not None:
                 return kernels.fp8_gemv(x, w, s, b, self.gemv_config, out_dtype)
             return kernels.gemv(x, w, b, self.gemv_config, out_dtype=out_dtype)
-        if 1 < m <= SMALL_M and self.small_config is not None and x.stride(-1) == 1:
+        if 1 < m <= SMALL_M and self.small_config is not None and x0.stride(-1) == 1:
             if s is not None:
                 return kernels.fp8_gemm_small(x, w, s, b, self.small_config, out_dtype)
             return kernels.gemm_small(x, w, b, self.small_config, out_dtype=out_dtype)
@@ -225,6 +234,9 @@ def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
             residual is None or residual.is_contiguous()):
         return kernels.rmsnorm_gemv(x, residual, norm.weight, norm.eps, linear.weight, linear.bias,
                                     linear.fused_config)
+    if linear.weight_scale is not None:  # FP8: the norm writes the projection's quantized input
+        xq, residual = kernels.rmsnorm_quant(x, norm.weight, norm.eps, residual)
+        return linear(xq, out_dtype=x.dtype), residual
     if residual is None:
         return linear(norm(x)), x
     h, residual = norm(x, residual)
@@ -232,7 +244,10 @@ def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
 
 
 def silu_linear(linear: Linear, gate_up: torch.Tensor) -> torch.Tensor:
-    """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it."""
+    """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it (for an FP8
+    layer the activation writes its quantized input)."""
+    if linear.weight_scale is not None:
+        return linear(kernels.silu_and_mul_quant(gate_up), out_dtype=gate_up.dtype)
     if linear.fused_config is not None and gate_up.shape[0] == 1 and gate_up.is_contiguous():
         return kernels.silu_gemv(gate_up, linear.weight, linear.bias, linear.fused_config)
     return linear(kernels.silu_and_mul(gate_up))
