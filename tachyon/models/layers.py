@@ -4,6 +4,7 @@ that fused (qkv, gate/up), quantized and tensor-parallel layers load checkpoint 
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -226,6 +227,13 @@ def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     return chosen
 
 
+def fused_fp8_quant() -> bool:
+    """FP8 layers take their input quantized by the RMSNorm / SiLU-and-mul kernel (one kernel, not two);
+    TACHYON_FP8_FUSED_QUANT=0 runs the unfused pair (an A/B knob; same result bit for bit). Read per call: a
+    CUDA graph keeps what was in force at capture."""
+    return os.environ.get("TACHYON_FP8_FUSED_QUANT", "1") != "0"
+
+
 def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
                 residual: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """(linear(norm(x + residual)), x + residual); x is the residual stream when `residual` is None.
@@ -234,7 +242,7 @@ def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
             residual is None or residual.is_contiguous()):
         return kernels.rmsnorm_gemv(x, residual, norm.weight, norm.eps, linear.weight, linear.bias,
                                     linear.fused_config)
-    if linear.weight_scale is not None:  # FP8: the norm writes the projection's quantized input
+    if linear.weight_scale is not None and fused_fp8_quant():  # FP8: the norm writes the quantized input
         xq, residual = kernels.rmsnorm_quant(x, norm.weight, norm.eps, residual)
         return linear(xq, out_dtype=x.dtype), residual
     if residual is None:
@@ -246,7 +254,7 @@ def norm_linear(norm: RMSNorm, linear: Linear, x: torch.Tensor,
 def silu_linear(linear: Linear, gate_up: torch.Tensor) -> torch.Tensor:
     """linear(silu(gate) * up) of gate|up rows; one fused kernel at batch 1 where tune_gemv chose it (for an FP8
     layer the activation writes its quantized input)."""
-    if linear.weight_scale is not None:
+    if linear.weight_scale is not None and fused_fp8_quant():
         return linear(kernels.silu_and_mul_quant(gate_up), out_dtype=gate_up.dtype)
     if linear.fused_config is not None and gate_up.shape[0] == 1 and gate_up.is_contiguous():
         return kernels.silu_gemv(gate_up, linear.weight, linear.bias, linear.fused_config)
