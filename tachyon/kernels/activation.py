@@ -1,8 +1,8 @@
 """SiLU-and-mul: x [..., 2I] -> silu(x[..., :I]) * x[..., I:] (gate first, then up), HF rounding.
 
 silu_and_mul_quant(x [M, 2I]) -> (q [M, I] float8_e4m3fn, scale [M, 1] fp32): that result (in x's dtype)
-quantized per row as quant_fp8.quantize_rows does, in one kernel (the input of an FP8 down projection); bit for
-bit quantize_rows(silu_and_mul(x)) of the same backend.
+quantized per row as quant_fp8.quantize_rows does (the input of an FP8 down projection), the row maxima taken
+while the products are made; bit for bit quantize_rows(silu_and_mul(x)) of the same backend.
 """
 
 import torch
@@ -35,28 +35,40 @@ def _silu_mul(x_ptr, cols, mask, inter):
 
 
 @triton.jit
-def _silu_and_mul_quant_kernel(x_ptr, q_ptr, s_ptr, stride_x, inter, BLOCK: tl.constexpr, MIN_AMAX: tl.constexpr,
-                               PDL: tl.constexpr):
-    """One program per row, two passes over BLOCK-wide chunks: the row's |max| of the rounded products, then
-    the scaled, clamped FP8 store (the second pass recomputes the products from the L2-resident row)."""
+def _silu_and_mul_amax_kernel(x_ptr, y_ptr, part_ptr, stride_x, inter, nblk, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    """Grid (rows, column blocks): the block's products (stored in x's dtype) and their |max| (one fp32 per
+    block, part_ptr [rows, nblk])."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     row = tl.program_id(0).to(tl.int64)
-    base = x_ptr + row * stride_x
-    offs = tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], tl.float32)
-    for k0 in range(0, inter, BLOCK):
-        cols = k0 + offs
-        acc = tl.maximum(acc, tl.abs(_silu_mul(base, cols, cols < inter, inter)))
-    amax = tl.maximum(tl.max(acc, 0), MIN_AMAX)
+    blk = tl.program_id(1)
+    cols = blk * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < inter
+    y = _silu_mul(x_ptr + row * stride_x, cols, mask, inter)
+    tl.store(y_ptr + row * inter + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(part_ptr + row * nblk + blk, tl.max(tl.abs(y), 0))
+
+
+@triton.jit
+def _quant_blocks_kernel(y_ptr, part_ptr, q_ptr, s_ptr, inter, nblk, BLOCK: tl.constexpr, NBLK: tl.constexpr,
+                         MIN_AMAX: tl.constexpr, PDL: tl.constexpr):
+    """Grid (rows, column blocks): the row's |max| from its blocks' partial maxima, then this block's scaled,
+    clamped FP8 store (block 0 also stores the row's scale)."""
+    pdl_trigger(PDL)
+    pdl_wait(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    blk = tl.program_id(1)
+    b = tl.arange(0, NBLK)
+    parts = tl.load(part_ptr + row * nblk + b, mask=b < nblk, other=0.0)
+    amax = tl.maximum(tl.max(parts, 0), MIN_AMAX)
     inv = tl.math.div_rn(tl.full([], 448.0, tl.float32), amax)
-    tl.store(s_ptr + row, tl.math.div_rn(amax, tl.full([], 448.0, tl.float32)))
-    for k0 in range(0, inter, BLOCK):
-        cols = k0 + offs
-        mask = cols < inter
-        y = _silu_mul(base, cols, mask, inter)
-        q = round_e4m3(tl.minimum(tl.maximum(y * inv, -448.0), 448.0))
-        tl.store(q_ptr + row * inter + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
+    if blk == 0:
+        tl.store(s_ptr + row, tl.math.div_rn(amax, tl.full([], 448.0, tl.float32)))
+    cols = blk * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < inter
+    y = tl.load(y_ptr + row * inter + cols, mask=mask, other=0.0).to(tl.float32)
+    q = round_e4m3(tl.minimum(tl.maximum(y * inv, -448.0), 448.0))
+    tl.store(q_ptr + row * inter + cols, q.to(q_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -92,7 +104,9 @@ def silu_and_mul_triton(x: torch.Tensor) -> torch.Tensor:
 
 
 def silu_and_mul_quant_triton(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Triton: one program per row of x [M, 2I], chunks of up to 4,096 columns."""
+    """Triton: two launches, both over (rows, 1,024-column blocks), so a single row still spreads over the SMs:
+    the products with each block's |max|, then the quantization (the row's max from its blocks'). The
+    products pass through a temporary in x's dtype."""
     require_triton()
     half = x.shape[-1] // 2
     x2 = x.reshape(-1, x.shape[-1])
@@ -100,10 +114,15 @@ def silu_and_mul_quant_triton(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
         x2 = x2.contiguous()
     rows = x2.shape[0]
     q = torch.empty(rows, half, dtype=FP8, device=x.device)
-    scale = torch.full((rows, 1), FP8_MIN_AMAX / FP8_MAX, dtype=torch.float32, device=x.device)
     if rows == 0 or half == 0:
-        return q, scale
-    BLOCK = min(next_pow2(half), 4096)
-    _silu_and_mul_quant_kernel[(rows,)](x2, q, scale, x2.stride(0), half, BLOCK=BLOCK, MIN_AMAX=FP8_MIN_AMAX,
-                                        num_warps=4 if BLOCK <= 1024 else 8, **pdl_args(x2.device))
+        return q, torch.full((rows, 1), FP8_MIN_AMAX / FP8_MAX, dtype=torch.float32, device=x.device)
+    scale = torch.empty(rows, 1, dtype=torch.float32, device=x.device)  # every row's is written
+    BLOCK = 1024
+    nblk = triton.cdiv(half, BLOCK)
+    y = torch.empty(rows, half, dtype=x.dtype, device=x.device)
+    parts = torch.empty(rows, nblk, dtype=torch.float32, device=x.device)
+    pdl = pdl_args(x2.device)
+    _silu_and_mul_amax_kernel[(rows, nblk)](x2, y, parts, x2.stride(0), half, nblk, BLOCK=BLOCK, **pdl)
+    _quant_blocks_kernel[(rows, nblk)](y, parts, q, scale, half, nblk, BLOCK=BLOCK, NBLK=next_pow2(nblk),
+                                       MIN_AMAX=FP8_MIN_AMAX, **pdl)
     return q, scale

@@ -95,7 +95,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.T
         if torch.promote_types(weight.dtype, x.dtype) != x.dtype:
             raise ValueError(f"rmsnorm_quant: the norm weight ({weight.dtype}) must not be wider than x ({x.dtype})")
         out = torch.empty(rows, N, dtype=FP8, device=x.device)
-        scale = torch.full((rows, 1), FP8_MIN_AMAX / FP8_MAX, dtype=torch.float32, device=x.device)
+        scale = torch.empty(rows, 1, dtype=torch.float32, device=x.device)  # every row's is written
     else:
         out = torch.empty(shape, dtype=torch.promote_types(weight.dtype, x.dtype), device=x.device)
         scale = out
@@ -107,7 +107,7 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.T
             r2 = r2.contiguous()
         h = torch.empty(shape, dtype=x.dtype, device=x.device)
     if rows == 0:
-        return out, h, scale
+        return out, h, scale.fill_(FP8_MIN_AMAX / FP8_MAX) if quant else scale
     BLOCK = next_pow2(N)
     warps = 4 if BLOCK <= 2048 else 8 if BLOCK <= 8192 else 16
     _rmsnorm_kernel[(rows,)](
