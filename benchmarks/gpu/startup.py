@@ -1,7 +1,7 @@
 """Engine start-up time on this machine (weights, warm-up, KV cache + graph capture), default engine
 arguments, dummy weights; run first on a fresh machine for the cold figure (empty Triton cache).
 
-Usage (GPU machine, repo root): python3 benchmarks/gpu/startup.py --shape qwen2.5-7b [--out DIR]
+Usage (GPU machine, repo root): python3 benchmarks/gpu/startup.py --shape qwen2.5-7b [--quantization fp8] [--out DIR]
 """
 
 from __future__ import annotations
@@ -22,22 +22,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="qwen2.5-7b")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
     args = ap.parse_args()
     triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
     cached = sum(1 for _ in triton_cache.glob("*")) if triton_cache.exists() else 0
     t0 = time.perf_counter()
-    llm = LLM(args.shape, load_format="dummy")
+    llm = LLM(args.shape, load_format="dummy", quantization=args.quantization)
     wall = time.perf_counter() - t0
     import torch
     import triton
 
     env = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda,
                triton=triton.__version__, git=os.environ.get("GIT_SHA") or os.environ.get("TACHYON_GIT_SHA"))
-    res = dict(shape=args.shape, wall_s=wall, triton_cache_entries_before=cached, env=env, **llm.engine.startup)
+    res = dict(shape=args.shape, quantization=args.quantization, wall_s=wall, triton_cache_entries_before=cached,
+               env=env, **llm.engine.startup)
     print(json.dumps(res), flush=True)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / f"startup_{args.shape}.json").write_text(json.dumps(res, indent=1))
+        tag = f"_{args.quantization}" if args.quantization else ""
+        (Path(args.out) / f"startup_{args.shape}{tag}.json").write_text(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":
