@@ -118,7 +118,7 @@ def test_fp8_linear_reference_dispatch_on_cpu():
 @needs_triton
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("n,k,config", [(96, 256, (4, 1024, 4, 1)), (40, 300, (8, 512, 4, 3)), (64, 2048, None),
-                                        (24, 300, (2, 4096, 4, 1)), (40, 2200, (8, 1024, 4, 3))])
+                                        (24, 300, (2, 4096, 4, 1)), (40, 2200, (16, 512, 4, 3))])
 def test_fp8_gemv_matches_reference(bias, n, k, config):
     """Batch 1: the GEMV kernel streaming the FP8 weight (with and without an even K, several configs)."""
     g = torch.Generator().manual_seed(n + k)

@@ -93,14 +93,14 @@ def _attend_tile(
     blk = tl.load(bt_ptr + n // PAGE, mask=nmask, other=0).to(tl.int64)
     off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
     kvmask = nmask[:, None] & dmask[None, :]
-    k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0).to(q.dtype)  # an e4m3 cache: exact
     s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
     if CAUSAL:
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
     else:
         s = tl.where(nmask[None, :], s, float("-inf"))
     p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
-    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0)
+    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0).to(q.dtype)
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
     return acc, m_new, l_i
 
@@ -203,6 +203,7 @@ def _decode_kernel(
             k = tl.where(new, tl.load(cache_ptr + off, mask=new, other=0.0), k)
             v = tl.where(new, tl.load(cache_ptr + stride_c_kv + off, mask=new, other=0.0), v)
             q = tl.load(q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=omask, other=0.0)
+            k, v = k.to(q.dtype), v.to(q.dtype)  # an e4m3 cache: exact
             m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
             l_i = tl.zeros([BLOCK_G], tl.float32)
             acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)

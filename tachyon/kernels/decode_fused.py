@@ -24,6 +24,7 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 from tachyon.kernels.attention import _softmax_step, attention_ref
 from tachyon.kernels.attention_config import decode_config, decode_fused_early_tile
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, _norm_weights, qkv_post_ref
+from tachyon.kernels.quant_fp8 import cast_to_cache
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -157,21 +158,23 @@ def _decode_qkv_kernel(
         q = _norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
         if EARLY_TILE:
             if start < cached_end:  # the preloaded tile holds at least one cached key
-                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0), input_precision=PREC) * scale, float("-inf"))
+                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0.to(q.dtype)), input_precision=PREC) * scale,
+                              float("-inf"))
                 p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-                acc = acc * alpha[:, None] + tl.dot(p.to(v0.dtype), v0, input_precision=PREC)
+                acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v0.to(q.dtype), input_precision=PREC)
         for n0 in range(first, cached_end, BLOCK_N):
             blk = blk_next
             blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
             k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
                                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k), input_precision=PREC) * scale, float("-inf"))
+            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
+                          float("-inf"))
             p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
         if end == S:  # this split holds the new key
             ct = cache_ptr.dtype.element_ty
-            k_new = _norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM).to(ct)
-            v_new = v_new.to(ct)
+            k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
+            v_new = cast_to_cache(v_new, ct)
             slot = tl.load(slot_ptr + b)
             if slot >= 0:
                 dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
@@ -184,7 +187,7 @@ def _decode_qkv_kernel(
             alpha = tl.exp(m_i - m_new)
             p = tl.exp(s_new - m_new)
             l_i = l_i * alpha + p
-            acc = acc * alpha[:, None] + p.to(ct).to(tl.float32)[:, None] * v_new.to(tl.float32)
+            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_new.to(tl.float32)
             m_i = m_new
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     omask = gmask[:, None] & dmask[None, :]

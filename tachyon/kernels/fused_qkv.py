@@ -25,6 +25,7 @@ the fp32 sum of squares.
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels.quant_fp8 import cast_to_cache
 from tachyon.kernels.rmsnorm import rmsnorm_ref
 from tachyon.kernels.rotary import rotary_ref
 from tachyon.kernels.store_kv import store_kv_ref
@@ -186,8 +187,8 @@ def _qkv_post_kernel(
             v = tl.load(row + (Hq + Hkv) * D + hk * D + dk, mask=mk)
             dst = kv_ptr + slot * stride_tok + hk * D + dk
             out_ty = kv_ptr.dtype.element_ty
-            tl.store(dst, k_out.to(out_ty), mask=mk)
-            tl.store(dst + stride_kv, v.to(out_ty), mask=mk)
+            tl.store(dst, cast_to_cache(k_out, out_ty), mask=mk)
+            tl.store(dst + stride_kv, cast_to_cache(v, out_ty), mask=mk)
 
 
 def qkv_post_triton(

@@ -34,10 +34,11 @@ from tachyon.kernels.gemv import CONFIGS as GEMV_CONFIGS
 FP8_SMALL_CONFIGS = ((0, 32, 256, 4, 4, 1), (0, 32, 512, 4, 4, 1), (0, 64, 256, 4, 4, 1), (0, 16, 512, 4, 3, 1))
 FP8_SMALL_FAST_CONFIGS = ((1, 64, 128, 4, 4, 1), (1, 64, 128, 4, 4, 4), (1, 128, 128, 4, 4, 1), (1, 64, 256, 4, 3, 2))
 
-# batch-1 GEMV (gemv.py GemvConfig) candidates for FP8 weights: gemv.CONFIGS, and the same with BLOCK_K doubled so
-# a program keeps as many weight bytes in flight as it does on bf16 (with the bf16 list alone the FP8 GEMV reached
-# 74% of its byte floor on Qwen2.5-7B, session 11)
-FP8_GEMV_CONFIGS = GEMV_CONFIGS + tuple((n, 2 * k, warps, stages) for n, k, warps, stages in GEMV_CONFIGS)
+# batch-1 GEMV (gemv.py GemvConfig) candidates for FP8 weights: gemv.CONFIGS and three more that won in the FP8
+# sweep on the H200 (session 12, gemv_sweep.py --fp8 --grid, 56 configs, input pre-quantized; us against the FP8
+# byte floor): Qwen2.5-7B gate_up (16, 512, 4, 3) 34.5 / 32.0, qkv (4, 2048, 4, 1) 6.4 / 3.9 (the best, (2, 2048,
+# 4, 1), is in CONFIGS); Qwen3-0.6B's down chose (2, 4096, 4, 1) at warm-up
+FP8_GEMV_CONFIGS = GEMV_CONFIGS + ((16, 512, 4, 3), (4, 2048, 4, 1), (2, 4096, 4, 1))
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
@@ -67,6 +68,23 @@ def round_e4m3(v):
     a = tl.abs(v)
     small = ((a + 24576.0) - 24576.0).to(tl.int32, bitcast=True) | (bits & -0x80000000)  # v's sign bit
     return tl.where(a < 0.015625, small.to(tl.float32, bitcast=True), normal)
+
+
+def cast_to_cache_ref(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """x in a KV cache's dtype: a plain cast, or for an e4m3 cache (kv_cache_dtype="fp8", scale 1) saturated
+    to +-448 and rounded to nearest even (torch's cast alone turns values past 448 into NaN)."""
+    if dtype == FP8:
+        return x.float().clamp(-FP8_MAX, FP8_MAX).to(FP8)
+    return x.to(dtype)
+
+
+@triton.jit
+def cast_to_cache(x, ty: tl.constexpr):
+    """Triton twin of cast_to_cache_ref (bit for bit): `ty` is the cache's element type."""
+    if ty == tl.float8e4nv:
+        return round_e4m3(tl.minimum(tl.maximum(x.to(tl.float32), -448.0), 448.0)).to(ty)
+    else:
+        return x.to(ty)
 
 
 @triton.jit
@@ -193,5 +211,6 @@ def fp8_gemm_small_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_
 
 
 __all__ = ["FP8", "FP8_GEMV_CONFIGS", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "QuantizedRows",
-           "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton", "fp8_linear_cuda", "fp8_linear_ref",
-           "quantize_rows_ref", "quantize_rows_triton", "quantize_weight", "round_e4m3"]
+           "cast_to_cache", "cast_to_cache_ref", "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton",
+           "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton", "quantize_weight",
+           "round_e4m3"]

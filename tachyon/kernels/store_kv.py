@@ -2,12 +2,14 @@
 
 Contract: key, value [T, Hkv, D] (last two dims contiguous), kv_cache [2, num_blocks, block_size,
 Hkv, D] (contiguous), slot_mapping int64 [T] with slot = block * block_size + offset, -1 = skip.
-The cache is written in place (values cast to its dtype); nothing else is touched.
+The cache is written in place (values cast to its dtype: quant_fp8.cast_to_cache, saturating for an e4m3
+cache); nothing else is touched.
 """
 
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels.quant_fp8 import cast_to_cache, cast_to_cache_ref
 
 
 def store_kv_ref(
@@ -18,8 +20,8 @@ def store_kv_ref(
     keep = slot_mapping >= 0
     slots = slot_mapping[keep]
     blk, off = slots // block_size, slots % block_size
-    kv_cache[0, blk, off] = key[keep].to(kv_cache.dtype)
-    kv_cache[1, blk, off] = value[keep].to(kv_cache.dtype)
+    kv_cache[0, blk, off] = cast_to_cache_ref(key[keep], kv_cache.dtype)
+    kv_cache[1, blk, off] = cast_to_cache_ref(value[keep], kv_cache.dtype)
 
 
 @triton.jit
@@ -41,8 +43,8 @@ def _store_kv_kernel(
         v = tl.load(v_ptr + t * stride_vt + h * stride_vh + d, mask=mask)
         dst = cache_ptr + slot * stride_c_tok + h * stride_c_h + d
         ty = cache_ptr.dtype.element_ty
-        tl.store(dst, k.to(ty), mask=mask)
-        tl.store(dst + stride_c_kv, v.to(ty), mask=mask)
+        tl.store(dst, cast_to_cache(k, ty), mask=mask)
+        tl.store(dst + stride_c_kv, cast_to_cache(v, ty), mask=mask)
 
 
 def store_kv_triton(

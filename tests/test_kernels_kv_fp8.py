@@ -1,0 +1,156 @@
+"""An FP8 (e4m3, scale 1) KV cache (kv_cache_dtype="fp8"): every kernel that writes the cache rounds and
+saturates as quant_fp8.cast_to_cache_ref does (checked against a brute-force nearest-e4m3 oracle), and every
+kernel that reads it gives the reference attention over the same cache. Triton runs under the interpreter on
+CPU (fp32 queries there: its bf16 tl.dot is unusable)."""
+
+import pytest
+import torch
+
+from tests.kernel_env import CUDA, DEV, NAN, K, close, needs_triton
+from tests.test_kernels import DECODE, MIXED, SPLIT_DECODE, make_batch, sdpa_oracle
+from tests.test_kernels_decode_fused import make_case, run
+
+FP8 = torch.float8_e4m3fn
+QDT = torch.bfloat16 if CUDA else torch.float32
+pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+
+
+def _nearest_e4m3(x: torch.Tensor) -> torch.Tensor:
+    """Independent oracle: each value's nearest finite e4m3 value by search over all of them (ties: the even
+    bit pattern), past +-448 the largest; bit patterns as uint8."""
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    vals = codes.view(FP8).float()
+    keep = torch.isfinite(vals) & ~(codes == 0x80)  # one zero (+0); -0 kept apart below
+    codes, vals = codes[keep], vals[keep]
+    xf = x.float().clamp(-448, 448).flatten()
+    dist = (xf[:, None] - vals[None, :]).abs()
+    best = dist.min(1, keepdim=True).values
+    tie = dist == best
+    pick = torch.where(tie, (codes[None, :].int() & 1) == 0, False)
+    idx = torch.where(pick.any(1), pick.int().argmax(1), tie.int().argmax(1))
+    out = codes[idx]
+    out = torch.where((out == 0) & torch.signbit(xf), torch.tensor(0x80, dtype=torch.uint8), out)  # -0 stays -0
+    return out.view(x.shape)
+
+
+def _fp8_cache(cache: torch.Tensor) -> torch.Tensor:
+    return K.quant_fp8.cast_to_cache_ref(cache, FP8)
+
+
+def test_cast_to_cache_ref_is_nearest_e4m3_saturating():
+    x = torch.cat([torch.randn(500) * 4, torch.tensor([0.0, -0.0, 447.9, 448.0, 460.0, 1e4, -1e4, 2.0 ** -10,
+                                                       -(2.0 ** -10), 0.0029296875, 17.0, 19.0])])
+    got = K.quant_fp8.cast_to_cache_ref(x, FP8)
+    assert torch.equal(got.view(torch.uint8), _nearest_e4m3(x))
+    assert float(got.float().abs().max()) == 448.0  # saturated, not NaN
+    assert torch.equal(K.quant_fp8.cast_to_cache_ref(x, torch.bfloat16), x.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("impl", ["ref", pytest.param("triton", marks=needs_triton)])
+def test_store_kv_fp8_cache(impl):
+    """Stored slots hold the nearest e4m3 value (saturated past 448); skipped slots and the rest of the cache
+    keep their bytes."""
+    gen = torch.Generator().manual_seed(5)
+    T, H, D, nb, bs = 9, 2, 24, 5, 4
+    key = (torch.randn(T, H, D, generator=gen) * 50).to(DEV)
+    value = (torch.randn(T, H, D, generator=gen) * 0.01).to(DEV)  # e4m3 subnormals
+    key[0, 0, :4] = torch.tensor([1e3, -1e3, 448.0, 0.0])
+    slots = torch.randperm(nb * bs, generator=gen)[:T].to(DEV)
+    slots[3] = -1
+    cache = torch.randn(2, nb, bs, H, D, generator=gen).to(FP8).to(DEV)
+    before = cache.clone()
+    (K.store_kv_ref if impl == "ref" else K.store_kv_triton)(key, value, cache, slots)
+    raw, old = cache.view(torch.uint8).cpu(), before.view(torch.uint8).cpu()
+    written = torch.zeros(nb * bs, dtype=torch.bool)
+    for t in range(T):
+        s = int(slots[t])
+        if s < 0:
+            continue
+        written[s] = True
+        assert torch.equal(raw[0, s // bs, s % bs], _nearest_e4m3(key[t].cpu()))
+        assert torch.equal(raw[1, s // bs, s % bs], _nearest_e4m3(value[t].cpu()))
+    keep = ~written.view(nb, bs)
+    assert torch.equal(raw[:, keep], old[:, keep])
+
+
+@needs_triton
+@pytest.mark.parametrize("splits", [1, 3])
+def test_attention_decode_fp8_cache(poison, splits):
+    """The decode kernel over an e4m3 cache gives the reference's result over the same cache, and the float64
+    SDPA over the dequantized keys and values."""
+    gen = torch.Generator().manual_seed(11)
+    q, cache, meta, _ = make_batch(DECODE, 8, 2, 64, 16, torch.float32, gen)
+    cache8 = _fp8_cache(cache)
+    q = q.to(QDT)
+    out = K.attention_triton(q, cache8, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
+    ref = K.attention_ref(q, cache8, **meta)
+    close(out, ref, QDT)
+    dense = _dense(cache8, meta, DECODE)
+    t = 2e-2 if QDT == torch.bfloat16 else 1e-5
+    torch.testing.assert_close(ref.double().cpu(), sdpa_oracle(q.float().cpu(), dense, DECODE, 8, 2), rtol=t, atol=t)
+
+
+@needs_triton
+@pytest.mark.parametrize("early_tile", ["0", "1"])
+def test_attention_decode_fp8_cache_splits_early_tile(poison, monkeypatch, early_tile):
+    monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", early_tile)
+    gen = torch.Generator().manual_seed(12)
+    q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, torch.float32, gen)
+    cache8, q = _fp8_cache(cache), q.to(QDT)
+    out = K.attention_triton(q, cache8, **meta, out=torch.full_like(q, NAN), num_kv_splits=8)
+    close(out, K.attention_ref(q, cache8, **meta), QDT)
+
+
+@needs_triton
+def test_attention_prefill_fp8_cache(poison):
+    gen = torch.Generator().manual_seed(13)
+    specs = MIXED + [(3, 40)]
+    q, cache, meta, _ = make_batch(specs, 6, 3, 32, 8, torch.float32, gen)
+    cache8, q = _fp8_cache(cache), q.to(QDT)
+    out = K.attention_triton(q, cache8, **meta, out=torch.full_like(q, NAN))
+    close(out, K.attention_ref(q, cache8, **meta), QDT)
+
+
+def _dense(cache8, meta, specs):
+    """Per sequence, its K/V read back from the e4m3 cache through the block table (fp32)."""
+    bs, out = cache8.shape[2], []
+    for b, (c, n) in enumerate(specs):
+        S = c + n
+        blocks = meta["block_tables"][b, : -(-S // bs)].long()
+        k = cache8[0, blocks].float().reshape(-1, *cache8.shape[3:])[:S].cpu()
+        v = cache8[1, blocks].float().reshape(-1, *cache8.shape[3:])[:S].cpu()
+        out.append((k, v))
+    return out
+
+
+@needs_triton
+@pytest.mark.parametrize("name", ["qwen2", "qwen3"])
+def test_qkv_post_fp8_cache_stores_the_reference_bytes(name):
+    """The fused norm + rotary + store writes, bit for bit, what the reference sequence stores in the e4m3 cache
+    (its q output as in the bf16 tests)."""
+    case = make_case(name, torch.float32)
+    case["kv_cache"] = _fp8_cache(torch.nan_to_num(case["kv_cache"], nan=3.0))
+    args = {k: case[k] for k in ("qkv", "cos_sin_cache", "slot_mapping", "q_norm_weight", "k_norm_weight", "eps",
+                                 "num_heads", "num_kv_heads", "head_dim")}
+    positions = (case["seq_lens"] - 1).to(torch.int64)
+    c_ref, c_tri = case["kv_cache"].clone(), case["kv_cache"].clone()
+    q_ref = K.qkv_post_ref(positions=positions, kv_cache=c_ref, **args)
+    q_tri = K.qkv_post_triton(positions=positions, kv_cache=c_tri, **args)
+    close(q_tri, q_ref, torch.float32)
+    assert torch.equal(c_tri.view(torch.uint8), c_ref.view(torch.uint8))
+
+
+@needs_triton
+@pytest.mark.parametrize("name", ["qwen2", "qwen3"])
+def test_decode_qkv_attention_fp8_cache(poison, name):
+    """The fused decode kernel over an e4m3 cache: the new key stored as the reference stores it, the output
+    as the reference's (whose attention reads the new key back from the cache, quantized)."""
+    case = make_case(name, QDT)
+    case["kv_cache"] = _fp8_cache(case["kv_cache"].float())
+    ref, ref_cache = run(K.decode_qkv_attention_ref, case, num_kv_splits=4)
+    out, cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=4)
+    assert not torch.isnan(out[:-1].float()).any()
+    close(out[:-1], ref[:-1], QDT)
+    slots = case["slot_mapping"][:-1]
+    flat, ref_flat = cache.flatten(1, 2).view(torch.uint8), ref_cache.flatten(1, 2).view(torch.uint8)
+    assert torch.equal(flat[:, slots], ref_flat[:, slots])
