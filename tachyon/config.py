@@ -52,6 +52,10 @@ class EngineConfig:
     # activation scales (W8A8; GPU of compute capability >= 8.9, or the CPU reference); embeddings, the
     # lm_head, norms and the KV cache stay in `dtype`. None: every weight in `dtype`.
     quantization: str | None = None
+    # "fp8": the KV cache holds e4m3 values (scale 1: each K/V element saturated to +-448 and rounded to nearest
+    # even on store; half the bytes, twice the tokens per GiB; GPU of compute capability >= 8.9, or the CPU
+    # reference). "auto": the cache in `dtype`.
+    kv_cache_dtype: str = "auto"
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):
@@ -78,6 +82,8 @@ class EngineConfig:
             raise ValueError(f"prefill_graph_max_tokens must be in [0, 8192], got {self.prefill_graph_max_tokens}")
         if self.quantization not in (None, "fp8"):
             raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
+        if self.kv_cache_dtype not in ("auto", "fp8"):
+            raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {self.kv_cache_dtype!r}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

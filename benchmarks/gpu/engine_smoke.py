@@ -77,13 +77,15 @@ def pdl_check(shape: str, dtype: str = "bfloat16") -> dict:
                 identical_batch1=same[:4], identical_batch4=same[4:])
 
 
-def parity(shape: str, dtype: str = "bfloat16", single: bool = False, quantization: str | None = None) -> dict:
+def parity(shape: str, dtype: str = "bfloat16", single: bool = False, quantization: str | None = None,
+           kv_cache_dtype: str = "auto") -> dict:
     """Greedy tokens of the GPU engine against the torch reference path (eager) on 4 seed8 prompts, decoded
     together (B=4) or, with `single`, one request at a time (the batch-1 decode graphs); both engines built
-    with `quantization` (FP8: the reference dequantizes, exact fp32 accumulation)."""
+    with `quantization` (FP8: the reference dequantizes, exact fp32 accumulation) and `kv_cache_dtype`."""
     prompts = [p["prompt_token_ids"] for p in load_workload("seed8")[:4]]
     sp = SamplingParams(temperature=0, max_tokens=32, ignore_eos=True)
-    fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, quantization=quantization)
+    fast = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, quantization=quantization,
+               kv_cache_dtype=kv_cache_dtype)
     groups = [[p] for p in prompts] if single else [prompts]
     a = [o.outputs[0].token_ids for g in groups for o in fast.generate(g, sp, use_tqdm=False)]
     del fast
@@ -91,7 +93,7 @@ def parity(shape: str, dtype: str = "bfloat16", single: bool = False, quantizati
     torch.cuda.empty_cache()
     os.environ["TACHYON_FORCE_REF"] = "1"
     ref = LLM(shape, load_format="dummy", dtype=dtype, max_model_len=4096, max_num_seqs=16, enforce_eager=True,
-              quantization=quantization)
+              quantization=quantization, kv_cache_dtype=kv_cache_dtype)
     ref_out = ref.generate(prompts, sp.clone(logprobs=20), use_tqdm=False)
     b = [o.outputs[0].token_ids for o in ref_out]
     del ref
@@ -112,7 +114,8 @@ def parity(shape: str, dtype: str = "bfloat16", single: bool = False, quantizati
         gaps.append(dict(pos=i, top2_logprob_gap=top[0] - top[1], fast_token_in_ref_top2=rank is not None and rank <= 2,
                          fast_token_ref_rank=rank,
                          fast_token_ref_gap=None if rank is None else top[0] - lps[a[k][i]].logprob))
-    return dict(shape=shape, dtype=dtype, quantization=quantization, batch=1 if single else len(prompts),
+    return dict(shape=shape, dtype=dtype, quantization=quantization, kv_cache_dtype=kv_cache_dtype,
+                batch=1 if single else len(prompts),
                 identical=a == b, first_divergence=first_div, divergence_gaps=gaps)
 
 
@@ -133,6 +136,7 @@ def main() -> None:
     ap.add_argument("--prefill-graph-max-tokens", type=int, default=512)
     ap.add_argument("--tag", default="", help="suffix of the result file name")
     ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"], help="the engine's kv_cache_dtype")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -146,12 +150,14 @@ def main() -> None:
             print(results["pdl_check"][-1], flush=True)
         if args.parity:
             for dt in args.parity_dtypes.split(","):
-                results["parity"].append(parity(shape, dt, args.parity_single, args.quantization))
+                results["parity"].append(parity(shape, dt, args.parity_single, args.quantization,
+                                                args.kv_cache_dtype))
                 print(results["parity"][-1], flush=True)
         t0 = time.perf_counter()
         llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=args.max_num_batched_tokens,
                   max_num_seqs=args.max_num_seqs, overlap_scheduling=not args.no_overlap,
-                  prefill_graph_max_tokens=args.prefill_graph_max_tokens, quantization=args.quantization)
+                  prefill_graph_max_tokens=args.prefill_graph_max_tokens, quantization=args.quantization,
+                  kv_cache_dtype=args.kv_cache_dtype)
         startup = time.perf_counter() - t0
         prof = dict(getattr(llm.engine.runner, "profile", {}))
         graphs = llm.engine.runner.graphs
@@ -160,6 +166,7 @@ def main() -> None:
         for wl in args.workloads.split(","):
             r = run_workload(llm, wl, args.nano_limit if wl == "nano256" else None)
             r.update(shape=shape, startup_s=startup, overlap=not args.no_overlap, quantization=args.quantization,
+                     kv_cache_dtype=args.kv_cache_dtype,
                      max_num_batched_tokens=args.max_num_batched_tokens,
                      prefill_graph_max_tokens=args.prefill_graph_max_tokens)
             if wl == "bs1":

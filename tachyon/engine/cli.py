@@ -38,6 +38,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager)")
     p.add_argument("--quantization", default=None, choices=["fp8"],
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
+    p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
+                   help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -47,7 +49,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
                 max_num_batched_tokens=args.max_num_batched_tokens,
                 gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
                 prefill_graph_max_tokens=args.prefill_graph_max_tokens, seed=args.seed,
-                quantization=args.quantization)
+                quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
 
 
 def _add_sampling_args(p: argparse.ArgumentParser, max_tokens: int) -> None:

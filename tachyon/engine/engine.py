@@ -66,8 +66,9 @@ class LLMEngine:
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)
         t_load = time.perf_counter()
         self.max_model_len = self._max_model_len()
+        self.kv_dtype = self._kv_dtype()
         self.runner = ModelRunner(self.model, self.spec, block_size=config.block_size, device=self.device,
-                                  dtype=self.dtype,
+                                  dtype=self.dtype, kv_dtype=self.kv_dtype,
                                   max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
                                   max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager,
                                   prefill_graph_tokens=min(config.prefill_graph_max_tokens,
@@ -111,6 +112,15 @@ class LLMEngine:
                              f"got {self.dtype}")
         self.model.quantize_fp8()
 
+    def _kv_dtype(self) -> torch.dtype:
+        if self.config.kv_cache_dtype != "fp8":
+            return self.dtype
+        cap = torch.cuda.get_device_capability(self.device) if self.device.type == "cuda" else None
+        if cap is not None and cap < (8, 9):
+            raise ValueError(f"kv_cache_dtype='fp8' needs a GPU of compute capability >= 8.9, this one is "
+                             f"{cap[0]}.{cap[1]}")
+        return torch.float8_e4m3fn
+
     def _max_model_len(self) -> int:
         limit = self.spec.max_position_embeddings
         if self.spec.sliding_window:
@@ -123,7 +133,7 @@ class LLMEngine:
     def _num_blocks(self) -> int:
         if self.config.num_kv_blocks:
             return self.config.num_kv_blocks
-        per_block = kv_cache_bytes_per_block(self.spec, self.config.block_size, self.dtype)
+        per_block = kv_cache_bytes_per_block(self.spec, self.config.block_size, self.kv_dtype)
         if self.device.type == "cuda":
             budget = self.runner.profile_kv_budget(self.config.max_num_batched_tokens,
                                                    self.config.gpu_memory_utilization)

@@ -53,12 +53,13 @@ class ModelRunner:
 
     def __init__(self, model: torch.nn.Module, spec: ModelSpec, *, block_size: int, device: torch.device,
                  dtype: torch.dtype, max_num_seqs: int, max_model_len: int, use_cuda_graphs: bool,
-                 prefill_graph_tokens: int = 0):
+                 prefill_graph_tokens: int = 0, kv_dtype: torch.dtype | None = None):
         self.model = model
         self.spec = spec
         self.block_size = block_size
         self.device = device
         self.dtype = dtype
+        self.kv_dtype = kv_dtype or dtype  # the KV cache's element type (float8_e4m3fn: kv_cache_dtype="fp8")
         self.max_num_seqs = max_num_seqs
         self.max_model_len = max_model_len
         self.use_cuda_graphs = use_cuda_graphs and device.type == "cuda"
@@ -80,7 +81,7 @@ class ModelRunner:
 
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
-        return [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.spec.num_layers)]
+        return [torch.zeros(shape, dtype=self.kv_dtype, device=self.device) for _ in range(self.spec.num_layers)]
 
     def _graph_runner(self):
         from tachyon.engine.cuda_graph import DecodeGraphRunner

@@ -324,7 +324,7 @@ def attention_triton(
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
-            EARLY_TILE=plan.splits > 1 and decode_early_tile(kv_cache.dtype), SPLIT_ALIGN=align,
+            EARLY_TILE=plan.splits > 1 and decode_early_tile(q.dtype), SPLIT_ALIGN=align,
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out

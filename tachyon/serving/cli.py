@@ -25,6 +25,7 @@ _ENGINE_FLAGS = (
     "seed",
     "prefill_graph_max_tokens",
     "quantization",
+    "kv_cache_dtype",
 )
 
 
@@ -56,6 +57,8 @@ def register(subparsers: Any) -> None:
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
     m.add_argument("--quantization", default=None, choices=["fp8"],
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
+    m.add_argument("--kv-cache-dtype", default=None, choices=["auto", "fp8"],
+                   help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
     s = p.add_argument_group("HTTP server and guards")
     s.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     s.add_argument("--port", type=int, default=8000)
