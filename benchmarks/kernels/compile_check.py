@@ -26,9 +26,10 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemv", "gemv_glu", "prefetch",
-           "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
-TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8"}
+MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv", "gemv_glu",
+           "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
+TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8",
+         torch.float8_e4m3fn: "*fp8e4nv"}
 RESULTS: list[tuple[str, bool, str]] = []
 
 
@@ -126,11 +127,39 @@ def launch_all() -> None:
         K.decode_qkv_attention_triton(t(torch.bfloat16, b, (hq_ + 2 * hkv_) * 128), f32(40960, 128),
                                       t(torch.bfloat16, 2, 100, 16, hkv_, 128), i64(b), w, w, 1e-6, hq_, hkv_, 128,
                                       i32(b + 1), i32(b), i32(b, 300), ctx, 0.1)
+    launch_fp8(K, t, i32, i64, f32)
     K.l2_prefetch_triton(t(torch.bfloat16, 3584, 3584), 3584 * 3584 * 2)
     K.embed_step_triton(t(torch.bfloat16, 152064, 3584), t(torch.int64, 8), t(torch.int64, 8), t(torch.int64, 512))
     for b in (8, 256):
         f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))
         K.sample_triton(f32b(b, 152064), f32b(b), i32b(b), f32b(b), f32b(b), i64b(b), i64b(b))
+
+
+def launch_fp8(K, t, i32, i64, f32) -> None:
+    """The FP8 paths: W8A8 projections (quantize=fp8) and an e4m3 KV cache (kv_cache_dtype=fp8)."""
+    Q8 = importlib.import_module("tachyon.kernels.quant_fp8")
+    bf, f8 = torch.bfloat16, torch.float8_e4m3fn
+    x = t(bf, 4096, 3584)
+    K.quantize_rows_triton(x)
+    K.rmsnorm_quant_triton(x, t(bf, 3584), 1e-6, x)
+    K.silu_and_mul_quant_triton(t(bf, 4096, 2 * 18944))
+    xq = (t(f8, 1, 3584), f32(1, 1))
+    for cfg in Q8.FP8_GEMV_CONFIGS:
+        Q8.fp8_gemv_triton(xq, t(f8, 4608, 3584), f32(4608), t(bf, 4608), cfg, bf)
+    for cfg in Q8.FP8_SMALL_CONFIGS + Q8.FP8_SMALL_FAST_CONFIGS:
+        Q8.fp8_gemm_small_triton((t(f8, 8, 18944), f32(8, 1)), t(f8, 3584, 18944), f32(3584), None, cfg, bf)
+    hq, hkv, d = 28, 4, 128
+    q, cache = t(bf, 4096, hq, d), t(f8, 2, 1000, 16, hkv, d)
+    for b, ctx in ((1, 4096), (256, 4096)):
+        K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
+    K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
+    K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
+    K.qkv_post_triton(t(bf, 4096, (16 + 2 * 8) * 128), i64(4096), f32(40960, 128), t(f8, 2, 100, 16, 8, 128),
+                      i64(4096), t(bf, 128), t(bf, 128), 1e-6, 16, 8, 128)
+    for hq_, hkv_, has_norm, b in ((28, 4, False, 1), (16, 8, True, 8), (28, 4, False, 256)):
+        w = t(bf, 128) if has_norm else None
+        K.decode_qkv_attention_triton(t(bf, b, (hq_ + 2 * hkv_) * 128), f32(40960, 128), t(f8, 2, 100, 16, hkv_, 128),
+                                      i64(b), w, w, 1e-6, hq_, hkv_, 128, i32(b + 1), i32(b), i32(b, 300), 4096, 0.1)
 
 
 def main() -> None:

@@ -174,12 +174,12 @@ def _decode_qkv_kernel(
         if end == S:  # this split holds the new key
             ct = cache_ptr.dtype.element_ty
             k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
-            v_new = cast_to_cache(v_new, ct)
+            v_st = cast_to_cache(v_new, ct)  # a new name: an e4m3 cache changes its type
             slot = tl.load(slot_ptr + b)
             if slot >= 0:
                 dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
                 tl.store(dst, k_new, mask=mk)
-                tl.store(dst + stride_c_kv, v_new, mask=mk)
+                tl.store(dst + stride_c_kv, v_st, mask=mk)
             # _softmax_step for a single key, written on [BLOCK_G] vectors (a [BLOCK_G, 1] tile through the
             # shared step compiles to different, unmeasured code)
             s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
@@ -187,7 +187,7 @@ def _decode_qkv_kernel(
             alpha = tl.exp(m_i - m_new)
             p = tl.exp(s_new - m_new)
             l_i = l_i * alpha + p
-            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_new.to(tl.float32)
+            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_st.to(tl.float32)
             m_i = m_new
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     omask = gmask[:, None] & dmask[None, :]
