@@ -19,6 +19,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention_config import decode_config, decode_early_tile, decode_split_align, prefill_config
+from tachyon.kernels.quant_fp8 import to_dot_dtype
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -118,6 +119,7 @@ def _decode_split(
         q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :],
         mask=gmask[:, None] & dmask[None, :], other=0.0,
     )
+    q = to_dot_dtype(q, cache_ptr.dtype.element_ty)
     m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_G], tl.float32)
     acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
@@ -203,6 +205,7 @@ def _decode_kernel(
             k = tl.where(new, tl.load(cache_ptr + off, mask=new, other=0.0), k)
             v = tl.where(new, tl.load(cache_ptr + stride_c_kv + off, mask=new, other=0.0), v)
             q = tl.load(q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=omask, other=0.0)
+            q = to_dot_dtype(q, cache_ptr.dtype.element_ty)
             k, v = k.to(q.dtype), v.to(q.dtype)  # an e4m3 cache: exact
             m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
             l_i = tl.zeros([BLOCK_G], tl.float32)
@@ -263,6 +266,7 @@ def _prefill_kernel(
         io_mask = rmask[:, None] & dmask[None, :]
         q = tl.load(q_ptr + rows[:, None] * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=io_mask,
                     other=0.0)
+        q = to_dot_dtype(q, cache_ptr.dtype.element_ty)
         pos = ctx + i
         kv_end = tl.minimum(S, ctx + (qb + 1) * BLOCK_Q)
         m_i = tl.full([BLOCK_Q * BLOCK_G], float("-inf"), tl.float32)

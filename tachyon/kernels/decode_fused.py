@@ -24,7 +24,7 @@ from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, 
 from tachyon.kernels.attention import _softmax_step, attention_ref
 from tachyon.kernels.attention_config import decode_config, decode_fused_early_tile
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, _norm_weights, qkv_post_ref
-from tachyon.kernels.quant_fp8 import cast_to_cache
+from tachyon.kernels.quant_fp8 import cast_to_cache, to_dot_dtype
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -155,7 +155,8 @@ def _decode_qkv_kernel(
             kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
         else:
             qw, qwp, kw, kwp = c, c, c, c  # unused
-        q = _norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM)
+        q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
+                         cache_ptr.dtype.element_ty)
         if EARLY_TILE:
             if start < cached_end:  # the preloaded tile holds at least one cached key
                 sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0.to(q.dtype)), input_precision=PREC) * scale,

@@ -88,6 +88,18 @@ def cast_to_cache(x, ty: tl.constexpr):
 
 
 @triton.jit
+def to_dot_dtype(q, cache_ty: tl.constexpr):
+    """A query tile in the dtype attention's dots take over a cache of `cache_ty`: over an e4m3 cache, 16-bit
+    queries become fp16 (e4m3 widens to fp16 in one instruction per pair, and fp16 holds a bf16 query's values
+    but for subnormals below 6e-5), fp32 ones stay; over any other cache the query keeps its dtype. The cached
+    K / V tiles are then widened to the query's dtype."""
+    if (cache_ty == tl.float8e4nv) and (q.dtype != tl.float32):
+        return q.to(tl.float16)
+    else:
+        return q
+
+
+@triton.jit
 def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, stride_x, stride_q, K: tl.constexpr, BLOCK: tl.constexpr,
                        MIN_AMAX: tl.constexpr, PDL: tl.constexpr):
     """One program per row: the row's |max| over BLOCK-wide chunks, then the scaled, clamped store (the
@@ -213,4 +225,4 @@ def fp8_gemm_small_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_
 __all__ = ["FP8", "FP8_GEMV_CONFIGS", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "QuantizedRows",
            "cast_to_cache", "cast_to_cache_ref", "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton",
            "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton", "quantize_weight",
-           "round_e4m3"]
+           "round_e4m3", "to_dot_dtype"]
