@@ -90,11 +90,12 @@ def cast_to_cache(x, ty: tl.constexpr):
 @triton.jit
 def to_dot_dtype(q, cache_ty: tl.constexpr):
     """A query tile in the dtype attention's dots take over a cache of `cache_ty`: over an e4m3 cache, 16-bit
-    queries become fp16 (e4m3 widens to fp16 in one instruction per pair, and fp16 holds a bf16 query's values
-    but for subnormals below 6e-5), fp32 ones stay; over any other cache the query keeps its dtype. The cached
-    K / V tiles are then widened to the query's dtype."""
+    queries become fp16 (e4m3 widens to fp16 in one instruction per pair; fp16 holds a bf16 query's values
+    exactly from 6e-5 to 65,504, and larger ones are clamped there rather than becoming inf), fp32 ones stay;
+    over any other cache the query keeps its dtype. The cached K / V tiles are then widened to the query's
+    dtype."""
     if (cache_ty == tl.float8e4nv) and (q.dtype != tl.float32):
-        return q.to(tl.float16)
+        return tl.minimum(tl.maximum(q.to(tl.float32), -65504.0), 65504.0).to(tl.float16)
     else:
         return q
 
