@@ -89,11 +89,14 @@ def guarded(fn):
 # ------------------------------------------------------------------------------------ helpers
 
 
-def paged_batch(specs, gen):
-    """specs [(cached, new)] -> q, kv_cache, meta (random block placement)."""
+def paged_batch(specs, gen, kv_dtype=None):
+    """specs [(cached, new)] -> q, kv_cache, meta (random block placement); the cache in kv_dtype (default DT;
+    float8_e4m3fn: rounded as the engine stores it)."""
     blocks = [-(-(c + n) // PAGE) for c, n in specs]
     nb = sum(blocks) + 1
     cache = torch.randn(2, nb, PAGE, HKV, D, device=DEV, dtype=DT, generator=gen)
+    if kv_dtype is not None:
+        cache = K.quant_fp8.cast_to_cache_ref(cache, kv_dtype)
     perm = torch.randperm(nb, device=DEV, generator=gen).to(torch.int32)
     bt = torch.zeros(len(specs), max(blocks), dtype=torch.int32, device=DEV)
     used = 0
@@ -109,10 +112,10 @@ def paged_batch(specs, gen):
     return q, cache, meta
 
 
-def attn_cost(specs) -> tuple[float, float]:
+def attn_cost(specs, kv_bytes: int = 2) -> tuple[float, float]:
     kv_tokens = sum(c + n for c, n in specs)
     q_tokens = sum(n for _, n in specs)
-    nbytes = kv_tokens * HKV * D * 2 * 2 + q_tokens * HQ * D * 2 * 2
+    nbytes = kv_tokens * HKV * D * 2 * kv_bytes + q_tokens * HQ * D * 2 * 2
     pairs = sum(n * c + n * (n + 1) / 2 for c, n in specs)  # causal (query, key) pairs
     return nbytes, 4.0 * pairs * HQ * D
 
@@ -138,15 +141,17 @@ def b_store_kv(T: int, gen):
 
 
 @guarded
-def b_attention(name: str, specs, gen, splits: int = 0, time_ref: bool = True, max_seq_len: int = 0):
-    q, cache, meta = paged_batch(specs, gen)
+def b_attention(name: str, specs, gen, splits: int = 0, time_ref: bool = True, max_seq_len: int = 0,
+                kv_dtype=None):
+    q, cache, meta = paged_batch(specs, gen, kv_dtype)
     meta["max_seq_len"] = max_seq_len or meta["max_seq_len"]  # a CUDA graph passes max_model_len
     out = torch.full_like(q, float("nan"))
     K.attention_triton(q, cache, **meta, out=out, num_kv_splits=splits)
     ref = K.attention_ref(q, cache, **meta)
-    nbytes, flops = attn_cost(specs)
+    nbytes, flops = attn_cost(specs, cache.element_size())
     chosen = splits or _auto_splits(specs, meta)
-    record("attention", name, lambda: K.attention_triton(q, cache, **meta, out=out, num_kv_splits=splits),
+    kernel = "attention" if kv_dtype is None else "attention, e4m3 cache"
+    record(kernel, name, lambda: K.attention_triton(q, cache, **meta, out=out, num_kv_splits=splits),
            nbytes, flops, rel_err(out, ref), 1e-2,
            ref_fn=(lambda: K.attention_ref(q, cache, **meta)) if time_ref else None, kv_splits=chosen)
 
@@ -339,6 +344,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
+    ap.add_argument("--kv-fp8", action="store_true",
+                    help="only the attention rows, each with a bf16 and an e4m3 (kv_cache_dtype=fp8) cache")
     args = ap.parse_args()
     if not SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -347,6 +354,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     PARTIAL.append(out / "kernels_partial.json")
+    if args.kv_fp8:
+        return kv_fp8_rows(gen, out)
     ctxs = [512, 4096] if not SMOKE else [40, 130]
     batches = [1, 64, 256] if not SMOKE else [1, 3]
     for T in ([256, 4096] if not SMOKE else [5]):
@@ -384,6 +393,20 @@ def main() -> None:
     print(table)
     bad = [r for r in ROWS if not r.get("ok")]
     print(f"{len(ROWS) - len(bad)}/{len(ROWS)} ok; wall {time.time() - t0:.0f}s")
+
+
+def kv_fp8_rows(gen, out: Path) -> None:
+    """Attention over a bf16 and an e4m3 cache, the same batches side by side (floors with each cache's bytes)."""
+    fp8 = torch.float8_e4m3fn
+    cases = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not SMOKE else [3])
+             for ctx in ([512, 2048] if not SMOKE else [40])]
+    cases += [("prefill 1x2048", [(0, 2048)] if not SMOKE else [(0, 37)]),
+              ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not SMOKE else [(20, 5)])]
+    for name, specs in cases:
+        for kv_dtype in (None, fp8):
+            b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
+    (out / "kernels_kv_fp8.json").write_text(json.dumps(dict(env=_env(ROOT), smoke=SMOKE, rows=ROWS), indent=1))
+    print(markdown(ROWS))
 
 
 if __name__ == "__main__":
