@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--tail", action="store_true", help="print the first step's last 24 kernels")
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"], help="the engine's kv_cache_dtype")
     ap.add_argument("--sampling", default="greedy", help="greedy and/or top_p (temperature 0.7, top-p 0.9), "
                     "comma-separated")
     args = ap.parse_args()
@@ -68,7 +69,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     batches = [int(b) for b in args.batches.split(",")]
     llm = LLM(args.shape, load_format="dummy", max_model_len=args.max_model_len, max_num_batched_tokens=8192,
-              max_num_seqs=max([8, *batches]), quantization=args.quantization)
+              max_num_seqs=max([8, *batches]), quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
     runner = llm.engine.runner
     layer0 = {n: (getattr(m, "gemv_config", None), getattr(m, "small_config", None))
               for n, m in llm.engine.model.layers[0].named_modules() if hasattr(m, "small_config")}
@@ -76,7 +77,8 @@ def main() -> None:
     blocks = -(-(args.context + args.context_spread) // runner.block_size)
     saved: dict = {}
     res = {"shape": args.shape, "context": args.context, "context_spread": args.context_spread, "variants": {},
-           "quantization": args.quantization, "layer0_choices": {k: list(v) for k, v in layer0.items()}}
+           "quantization": args.quantization, "kv_cache_dtype": args.kv_cache_dtype,
+           "layer0_choices": {k: list(v) for k, v in layer0.items()}}
     for name in args.variants.split(","):
         env, fusion, overrides = variant(name)
         for knob in KNOBS.values():
