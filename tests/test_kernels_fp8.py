@@ -237,6 +237,8 @@ def test_linear_routes_a_quantized_input_only_to_an_fp8_layer():
 
     torch.manual_seed(0)
     lin, down, norm = Linear(32, 16), Linear(24, 32), RMSNorm(32, 1e-6)
+    for m in (lin, down):  # Linear allocates its weight uninitialized (the loader fills it)
+        m.weight.data.normal_(0.0, 0.1)
     norm.weight.data.uniform_(0.5, 1.5)
     x, res, gu = torch.randn(3, 32), torch.randn(3, 32), torch.randn(3, 48)
     with pytest.raises(TypeError, match="FP8"):
