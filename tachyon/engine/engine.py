@@ -102,11 +102,15 @@ class LLMEngine:
         self.generation_tokens_total = 0
 
     # ---- set-up -------------------------------------------------------------------------------
-    def _quantize_fp8(self) -> None:
+    def _require_fp8_device(self, what: str) -> None:
+        """FP8 kernels (e4m3 conversions, FP8 tensor cores) need compute capability 8.9; the CPU runs the
+        references."""
         cap = torch.cuda.get_device_capability(self.device) if self.device.type == "cuda" else None
         if cap is not None and cap < (8, 9):
-            raise ValueError(f"quantization='fp8' needs a GPU of compute capability >= 8.9, this one is "
-                             f"{cap[0]}.{cap[1]}")
+            raise ValueError(f"{what}='fp8' needs a GPU of compute capability >= 8.9, this one is {cap[0]}.{cap[1]}")
+
+    def _quantize_fp8(self) -> None:
+        self._require_fp8_device("quantization")
         if self.device.type == "cuda" and self.dtype != torch.bfloat16:
             raise ValueError(f"quantization='fp8' on a GPU needs dtype bfloat16 (its FP8 GEMM writes bf16), "
                              f"got {self.dtype}")
@@ -115,10 +119,7 @@ class LLMEngine:
     def _kv_dtype(self) -> torch.dtype:
         if self.config.kv_cache_dtype != "fp8":
             return self.dtype
-        cap = torch.cuda.get_device_capability(self.device) if self.device.type == "cuda" else None
-        if cap is not None and cap < (8, 9):
-            raise ValueError(f"kv_cache_dtype='fp8' needs a GPU of compute capability >= 8.9, this one is "
-                             f"{cap[0]}.{cap[1]}")
+        self._require_fp8_device("kv_cache_dtype")
         return torch.float8_e4m3fn
 
     def _max_model_len(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from tachyon.kernels import quant_fp8 as q8
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.gemm_small import SMALL_CONFIGS, SMALL_M, SmallConfig, gemm_small_triton
 from tachyon.kernels.gemv import (
@@ -87,37 +88,33 @@ def pick_gemv_config(w: torch.Tensor, bias: torch.Tensor | None, l2_bytes: int =
         return None
 
 
-def pick_fp8_gemv_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                         l2_bytes: int = 160 << 20) -> GemvConfig | None:
-    """CUDA only: like pick_gemv_config for an FP8 weight (quant_fp8.py): the batch-1 W8A8 GEMV over
-    FP8_GEMV_CONFIGS against cuBLASLt's scaled GEMM, both after the same row quantization."""
+def _pick_fp8(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None, m: int, kernel, configs: tuple,
+              l2_bytes: int) -> tuple | None:
+    """The W8A8 `kernel(x, w, scale, bias, config)` at m rows against cuBLASLt's scaled GEMM, both after the same
+    row quantization (inside each call), over `configs`; None on CPU or if anything goes wrong."""
     if not (HAS_TRITON and w_q.is_cuda and w_q.dim() == 2 and w_q.stride(-1) == 1):
         return None
     try:
-        from tachyon.kernels.quant_fp8 import FP8_GEMV_CONFIGS, fp8_gemv_triton, fp8_linear_cuda
-
-        x = torch.randn(1, w_q.shape[1], device=w_q.device, dtype=torch.bfloat16)
-        return _pick(w_q, lambda wi: fp8_linear_cuda(x, wi, w_scale, bias),
-                     lambda wi, cfg: fp8_gemv_triton(x, wi, w_scale, bias, cfg), l2_bytes, FP8_GEMV_CONFIGS)
+        x = torch.randn(m, w_q.shape[1], device=w_q.device, dtype=torch.bfloat16)
+        return _pick(w_q, lambda wi: q8.fp8_linear_cuda(x, wi, w_scale, bias),
+                     lambda wi, cfg: kernel(x, wi, w_scale, bias, cfg), l2_bytes, configs)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
         return None
+
+
+def pick_fp8_gemv_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
+                         l2_bytes: int = 160 << 20) -> GemvConfig | None:
+    """CUDA only: like pick_gemv_config for an FP8 weight (quant_fp8.py): the batch-1 W8A8 GEMV over
+    FP8_GEMV_CONFIGS against cuBLASLt's scaled GEMM."""
+    return _pick_fp8(w_q, w_scale, bias, 1, q8.fp8_gemv_triton, q8.FP8_GEMV_CONFIGS, l2_bytes)
 
 
 def pick_fp8_small_config(w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL_M,
                           l2_bytes: int = 160 << 20) -> SmallConfig | None:
     """CUDA only: like pick_small_config for an FP8 weight: the W8A8 skinny GEMM at m rows against cuBLASLt,
     over quant_fp8's candidates (the fast-accumulation ones too when that knob is on)."""
-    if not (HAS_TRITON and w_q.is_cuda and w_q.dim() == 2 and w_q.stride(-1) == 1):
-        return None
-    try:
-        from tachyon.kernels import quant_fp8 as q8
-
-        x = torch.randn(m, w_q.shape[1], device=w_q.device, dtype=torch.bfloat16)
-        configs = q8.FP8_SMALL_CONFIGS + (q8.FP8_SMALL_FAST_CONFIGS if q8.fast_accum() else ())
-        return _pick(w_q, lambda wi: q8.fp8_linear_cuda(x, wi, w_scale, bias),
-                     lambda wi, cfg: q8.fp8_gemm_small_triton(x, wi, w_scale, bias, cfg), l2_bytes, configs)
-    except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
-        return None
+    configs = q8.FP8_SMALL_CONFIGS + (q8.FP8_SMALL_FAST_CONFIGS if q8.fast_accum() else ())
+    return _pick_fp8(w_q, w_scale, bias, m, q8.fp8_gemm_small_triton, configs, l2_bytes)
 
 
 def pick_small_config(w: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL_M,
