@@ -344,8 +344,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
-    ap.add_argument("--kv-fp8", action="store_true",
-                    help="only the attention rows, each with a bf16 and an e4m3 (kv_cache_dtype=fp8) cache")
     args = ap.parse_args()
     if not SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -354,8 +352,6 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     PARTIAL.append(out / "kernels_partial.json")
-    if args.kv_fp8:
-        return kv_fp8_rows(gen, out)
     ctxs = [512, 4096] if not SMOKE else [40, 130]
     batches = [1, 64, 256] if not SMOKE else [1, 3]
     for T in ([256, 4096] if not SMOKE else [5]):
@@ -393,20 +389,6 @@ def main() -> None:
     print(table)
     bad = [r for r in ROWS if not r.get("ok")]
     print(f"{len(ROWS) - len(bad)}/{len(ROWS)} ok; wall {time.time() - t0:.0f}s")
-
-
-def kv_fp8_rows(gen, out: Path) -> None:
-    """Attention over a bf16 and an e4m3 cache, the same batches side by side (floors with each cache's bytes)."""
-    fp8 = torch.float8_e4m3fn
-    cases = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not SMOKE else [3])
-             for ctx in ([512, 2048] if not SMOKE else [40])]
-    cases += [("prefill 1x2048", [(0, 2048)] if not SMOKE else [(0, 37)]),
-              ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not SMOKE else [(20, 5)])]
-    for name, specs in cases:
-        for kv_dtype in (None, fp8):
-            b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
-    (out / "kernels_kv_fp8.json").write_text(json.dumps(dict(env=_env(ROOT), smoke=SMOKE, rows=ROWS), indent=1))
-    print(markdown(ROWS))
 
 
 if __name__ == "__main__":
