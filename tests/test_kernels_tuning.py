@@ -220,3 +220,34 @@ def test_pick_skips_a_config_that_fails_and_keeps_the_rest(monkeypatch):
 
     assert gemv_select._pick(w, lambda wi: ref, candidate, 0, ("broken", "b", "a", "c")) == "a"
     assert gemv_select._pick(w, lambda wi: ref, candidate, 0, ("broken",)) is None  # skipped, not raised
+
+
+def test_fp8_pickers_run_their_own_kernel_over_their_own_candidates(monkeypatch):
+    """pick_fp8_gemv_config / pick_fp8_small_config (driven on CPU: a weight that reports is_cuda, a timer that
+    makes one candidate fastest) check each candidate's real W8A8 output against cuBLASLt's path and return the
+    fastest correct one from their own list; the baseline itself runs (a broken one would return None)."""
+    from tachyon.kernels import gemv_select
+    from tachyon.kernels import quant_fp8 as q8
+    from tests.kernel_env import interpreter_usable
+
+    if not interpreter_usable() or not hasattr(torch, "_scaled_mm"):
+        import pytest
+
+        pytest.skip("needs the Triton interpreter and torch._scaled_mm")
+    monkeypatch.setattr(gemv_select, "HAS_TRITON", True)
+    monkeypatch.setenv("TACHYON_FP8_FAST_ACCUM", "1")
+    w_q, w_s = q8.quantize_weight(torch.randn(32, 64))
+    w_q = w_q.as_subclass(_FakeCuda)
+    for pick, configs, want in ((kernels.pick_fp8_gemv_config, q8.FP8_GEMV_CONFIGS, q8.FP8_GEMV_CONFIGS[-1]),
+                                (kernels.pick_fp8_small_config, q8.FP8_SMALL_CONFIGS + q8.FP8_SMALL_FAST_CONFIGS,
+                                 q8.FP8_SMALL_FAST_CONFIGS[0])):
+        seen = []
+
+        def fake_timer(fn, weights, want=want, seen=seen):
+            cfg = (fn.__defaults__ or (None,))[0]
+            seen.append(cfg)
+            return 0.5 if cfg == want else 1.0
+
+        monkeypatch.setattr(gemv_select, "_graph_time_ms", fake_timer)
+        assert pick(w_q, w_s, None) == want
+        assert seen[0] is None and set(seen[1:]) == set(configs)  # the baseline, then every candidate: all correct
