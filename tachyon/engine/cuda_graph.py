@@ -34,6 +34,12 @@ L2_PREFETCH_MB = 0
 UNFILTERED_MAX_BATCH = 8
 
 
+def bucket_sizes() -> tuple[int, ...]:
+    """The decode graphs' batch sizes: BUCKETS, or TACHYON_DECODE_BUCKETS (comma-separated, an A/B knob)."""
+    env = os.environ.get("TACHYON_DECODE_BUCKETS")
+    return tuple(sorted({int(b) for b in env.split(",")})) if env else BUCKETS
+
+
 def capture_step(step, pool):
     """Run `step()` once (compiles kernels, settles the allocator), then capture it into a CUDA graph in
     memory pool `pool` (None: a new one). Returns (graph, step's output, the pool)."""
@@ -53,7 +59,7 @@ class DecodeGraphRunner:
         self.device = device
         self.block_size = block_size
         self.max_model_len = max_model_len
-        self.buckets = [b for b in BUCKETS if b < max_batch] + [max_batch]
+        self.buckets = [b for b in bucket_sizes() if b < max_batch] + [max_batch]
         self.max_bs = max_batch
         self.max_blocks = -(-max_model_len // block_size)
         B, MB = self.max_bs, self.max_blocks

@@ -13,6 +13,7 @@ from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_tri
 from tachyon.kernels.gemv import PDL_TRIGGER_MAX_BYTES, _mib_env
 
 SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
+MID_M = 256  # the kernels take up to this many rows (one row block); beyond SMALL_M only where a pick chose them
 # (SWAP, BLOCK_N, BLOCK_K, num_warps, STAGES, SPLIT_K). SWAP 0: y = x W^T with the 16-row padded x tile
 # as the MMA's M side; SWAP 1: y^T = W x^T with BLOCK_N weight rows as the M side (M >= 64, so Hopper's
 # warpgroup MMA applies and the x rows are only its 16-wide N side), optionally split over K: fp32
@@ -150,14 +151,16 @@ def _small_pdl(device: torch.device, weight_bytes: int) -> dict:
 def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
                       config: SmallConfig | None = None, out_dtype: torch.dtype | None = None,
                       x_scale: torch.Tensor | None = None, w_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """x [M <= 16, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous in out_dtype (default x's);
-    fp32 accumulation, rounded once to out_dtype. With x_scale [M, 1] and w_scale [N] (FP8 W8A8: x and w
+    """x [M <= MID_M, K] (unit column stride) @ w^T (+ bias) -> [M, N] contiguous in out_dtype (default x's);
+    fp32 accumulation, rounded once to out_dtype; the rows are one block (the next power of two >= max(M, 16)).
+    With x_scale [M, 1] and w_scale [N] (FP8 W8A8: x and w
     float8_e4m3fn, out_dtype required): (x * x_scale) @ (w * w_scale)^T (+ bias)."""
     require_triton()
     M, K = x.shape
     N = w.shape[0]
     swap, block_n, block_k, num_warps, stages, split_k = config or SMALL_CONFIGS[0]
-    assert 1 <= M <= 16 and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
+    assert 1 <= M <= MID_M and x.stride(-1) == 1 and w.stride(-1) == 1 and w.shape[1] == K
+    block_m = max(16, triton.next_power_of_2(M))
     y = torch.empty(M, N, dtype=out_dtype or x.dtype, device=x.device)
     b = bias if bias is not None else w
     scaled = w_scale is not None
@@ -171,7 +174,7 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     if not swap:
         _gemm_small_kernel[(triton.cdiv(N, block_n),)](
             x, w, b, y, xs, ws, M, N, K, x.stride(0), w.stride(0),
-            BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
+            BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, EVEN_K=K % block_k == 0,
             HAS_BIAS=bias is not None, PRECISION=prec, num_warps=num_warps, TRIG=trig, **pdl, **fp8,
         )
         return y
@@ -180,7 +183,7 @@ def gemm_small_triton(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | Non
     part = torch.empty(split_k, M, N, dtype=torch.float32, device=x.device) if split_k > 1 else y
     _gemm_swap_kernel[(triton.cdiv(N, block_n), split_k)](
         x, w, b, y, part, xs, ws, M, N, K, x.stride(0), w.stride(0), k_split,
-        BLOCK_M=16, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, STAGES=stages, SPLIT_K=split_k,
         EVEN_K=K % k_split == 0 and k_split % block_k == 0, HAS_BIAS=bias is not None, PRECISION=prec,
         num_warps=num_warps, TRIG=trig, **pdl, **fp8,
     )
