@@ -21,16 +21,31 @@ class AttentionMetadata:
 
 
 @dataclass
+class KeptRows:
+    """The rows whose final hidden state a step needs (its logits rows), for a model that then runs its last
+    layer's attention output path and MLP on those rows only. `meta` describes them as one query per
+    sequence, each at its sequence's last position of the step (max_query_len 1; no slots: the full batch's
+    pass stores the K/V)."""
+    rows: torch.Tensor  # int64 [n], flat token indices, ascending
+    meta: AttentionMetadata
+
+
+@dataclass
 class FlatBatch:
     input_ids: torch.Tensor  # int64 [T]
     positions: torch.Tensor  # int64 [T]
     meta: AttentionMetadata
     sample_indices: list[int]  # index into scheduled requests of those sampling a token this step
     logits_rows: list[int]  # flat token index of the last token of each sampling request
+    keep: KeptRows | None = None  # set when only the logits rows' final hidden states are wanted
 
 
-def build_batch(sched: SchedulerOutput, block_size: int, device: torch.device) -> FlatBatch:
-    """Flatten the scheduled chunks. A request samples iff its chunk reaches its last known token."""
+def build_batch(sched: SchedulerOutput, block_size: int, device: torch.device, keep_logits_rows: bool = False
+                ) -> FlatBatch:
+    """Flatten the scheduled chunks. A request samples iff its chunk reaches its last known token.
+    `keep_logits_rows`: the caller needs the final hidden states of the logits rows only (no prompt logprobs);
+    when those are fewer than the step's tokens, `keep` describes them (a prefill chunk's other rows then
+    skip the last layer's attention output and MLP)."""
     ids: list[int] = []
     pos: list[int] = []
     slots: list[int] = []
@@ -66,10 +81,27 @@ def build_batch(sched: SchedulerOutput, block_size: int, device: torch.device) -
         max_seq_len=max(seq_lens),
         is_decode_only=all(q == 1 for q in q_lens),
     )
+    keep = None
+    if keep_logits_rows and len(logits_rows) < len(ids):
+        seqs = sample_indices  # the sampling requests' sequence indices, in logits_rows' order
+        kept_lens = [seq_lens[i] for i in seqs]
+        keep = KeptRows(
+            rows=torch.tensor(logits_rows, dtype=torch.int64, device=device),
+            meta=AttentionMetadata(
+                query_start_loc=torch.arange(len(seqs) + 1, dtype=torch.int32, device=device),
+                seq_lens=torch.tensor(kept_lens, dtype=torch.int32, device=device),
+                slot_mapping=torch.empty(0, dtype=torch.int64, device=device),
+                block_tables=table[seqs].to(device),
+                max_query_len=1,
+                max_seq_len=max(kept_lens, default=1),
+                is_decode_only=True,
+            ),
+        )
     return FlatBatch(
         input_ids=torch.tensor(ids, dtype=torch.int64, device=device),
         positions=torch.tensor(pos, dtype=torch.int64, device=device),
         meta=meta,
         sample_indices=sample_indices,
         logits_rows=logits_rows,
+        keep=keep,
     )

@@ -23,7 +23,12 @@ from tachyon.engine.request import Request
 from tachyon.engine.staging import StagingBuffers
 from tachyon.kernels.sampling import row_is_unfiltered
 
-BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512)
+# every 16 rows from 64 to 256: a padding row costs a real row's GEMM FLOPs in the power-capped large-batch
+# steps (H200, Qwen2.5-7B nano256: 12,790.7 / 12,806.4 tok/s with 32-row steps, 12,889.9 / 12,928.9 with these,
+# alternating; benchmarks/results/session13/mid13_727031f/). Multiples of 16 compile no new kernel
+# specializations (8-row steps did: warm start-up +2 s)
+BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 320, 384, 448,
+           512)
 # buckets up to this size prefetch each layer's o_proj / MLP weights into L2 during its attention
 # (models/prefetch.py), TACHYON_L2_PREFETCH_MB of them per layer (read at capture; 0: off)
 L2_PREFETCH_MAX_BATCH = 16

@@ -9,6 +9,7 @@ batch, or a prefill step in which every request samples; either way each request
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,13 @@ from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 
 PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
+
+
+def prune_last_layer() -> bool:
+    """Eager steps run the last layer's attention output path and MLP only on the rows that sample (a prefill
+    chunk's other rows feed nothing after it; models' `keep`). TACHYON_PRUNE_LAST_LAYER=0: every row (an A/B
+    knob, read per step)."""
+    return os.environ.get("TACHYON_PRUNE_LAST_LAYER", "1") != "0"
 
 
 @dataclass
@@ -202,13 +210,15 @@ class ModelRunner:
             return StepResult(sched.requests, self.sampler(logits, sched.requests, drawn=tokens))
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
             return self._execute_prefill_graph(sched)
-        batch = build_batch(sched, self.block_size, self.device)
-        hidden = self.model(batch.input_ids, batch.positions, batch.meta)
-        self._prompt_logprobs(sched, hidden, batch.meta.query_start_loc.tolist())
+        keep = prune_last_layer() and not any(r.wants_prompt_logprobs() for r in sched.requests)
+        batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=keep)
+        hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
+        if batch.keep is None:
+            self._prompt_logprobs(sched, hidden, batch.meta.query_start_loc.tolist())
         sampled = [sched.requests[i] for i in batch.sample_indices]
         if not sampled:
             return StepResult([], SampleResult([], []))
-        logits = self.model.compute_logits(hidden[batch.logits_rows])
+        logits = self.model.compute_logits(hidden if batch.keep is not None else hidden[batch.logits_rows])
         return StepResult(sampled, self.sampler(logits, sampled))
 
     def _execute_prefill_graph(self, sched: SchedulerOutput) -> StepResult:
@@ -288,9 +298,9 @@ class ModelRunner:
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
             self.prefill_graphs.run(sched)  # built on last_tokens: its sampler writes them there
             return
-        batch = build_batch(sched, self.block_size, self.device)
-        hidden = self.model(batch.input_ids, batch.positions, batch.meta)
-        self._draw(hidden[batch.logits_rows], sched.requests)
+        batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=prune_last_layer())
+        hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
+        self._draw(hidden if batch.keep is not None else hidden[batch.logits_rows], sched.requests)
 
     def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> None:
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]."""

@@ -77,6 +77,23 @@ class Attention(nn.Module):
                               meta.max_query_len, meta.max_seq_len, self.scale)
         return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
 
+    def forward_kept(self, positions: torch.Tensor, qkv: torch.Tensor, meta, keep) -> torch.Tensor:
+        """As forward (every row's K/V stored), but the attention output only for the rows `keep.rows`, each the
+        last of its sequence in the step (keep.meta: one query per sequence) -> [len(keep.rows), hidden]."""
+        has_norm = self.q_norm is not None
+        q = kernels.qkv_post(
+            qkv, positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
+            self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
+            self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
+        )
+        km = keep.meta
+        n = keep.rows.shape[0]
+        if n == 0:
+            return qkv.new_empty(0, self.o_proj.out_features)
+        o = kernels.attention(q.index_select(0, keep.rows), self.kv_cache, km.query_start_loc, km.seq_lens,
+                              km.block_tables, 1, km.max_seq_len, self.scale)
+        return self.o_proj(o.reshape(n, self.num_heads * self.head_dim))
+
 
 class MLP(nn.Module):
     def __init__(self, spec: ModelSpec):
@@ -116,6 +133,16 @@ class DecoderLayer(nn.Module):
             hn, residual = self.post_attention_layernorm(h, residual)
             return self.mlp.down_proj(kernels.gemv_glu(hn, gu.weight, gu.bias, gu.epilogue_config)), residual
         gate_up, residual = norm_linear(self.post_attention_layernorm, gu, h, residual)
+        return self.mlp(gate_up), residual
+
+    def forward_kept(self, positions, x, residual, meta, keep):
+        """The last layer of a step whose caller needs only the rows `keep.rows` (batch.KeptRows): every row's
+        qkv and K/V store, then attention output, o_proj and MLP for the kept rows alone. Returns (x, residual)
+        of those rows, in keep.rows' order."""
+        qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
+        h = self.self_attn.forward_kept(positions, qkv, meta, keep)
+        gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h,
+                                        residual.index_select(0, keep.rows))
         return self.mlp(gate_up), residual
 
 
@@ -173,13 +200,26 @@ class DecoderForCausalLM(nn.Module):
             layer.self_attn.kv_cache = cache
 
     def forward(self, input_ids: torch.Tensor | None, positions: torch.Tensor, meta,
-                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+                inputs_embeds: torch.Tensor | None = None, keep=None) -> torch.Tensor:
         """Hidden states [T, hidden] after the final norm. `inputs_embeds` [T, hidden], when given, are the
-        token embeddings (e.g. from kernels.embed_step); input_ids is then ignored and may be None."""
+        token embeddings (e.g. from kernels.embed_step); input_ids is then ignored and may be None.
+        `keep` (engine.batch.KeptRows: row indices, each its sequence's last row in the step, and their
+        one-query-per-sequence metadata): only those rows' states are returned, [len(keep.rows), hidden] in
+        its order, and the last layer runs its attention output path and MLP on them alone (every row's K/V
+        is still stored)."""
         x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
         residual = None
-        for layer in self.layers:
+        last = len(self.layers) - 1 if keep is not None else len(self.layers)
+        for layer in self.layers[:last]:
             x, residual = layer(positions, x, residual, meta)
+        if keep is not None:
+            if keep.rows.shape[0] == 0:  # nothing samples: the last layer only stores its K/V
+                layer = self.layers[last]
+                qkv, _ = norm_linear(layer.input_layernorm, layer.self_attn.qkv_proj, x, residual)
+                layer.self_attn.forward_kept(positions, qkv, meta, keep)
+                self.prefetcher.join()
+                return x.new_empty(0, x.shape[-1])
+            x, residual = self.layers[last].forward_kept(positions, x, residual, meta, keep)
         self.prefetcher.join()
         x, _ = self.norm(x, residual)
         return x
