@@ -22,7 +22,8 @@ from tachyon.engine.batch import build_batch  # noqa: E402
 
 
 def check(shape: str) -> bool:
-    llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=2048, enforce_eager=True)
+    llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=2048, enforce_eager=True,
+              gpu_memory_utilization=0.3)
     eng, r = llm.engine, llm.engine.runner
     rng = random.Random(0)
     for i, n in enumerate((700, 900, 1000)):

@@ -216,9 +216,9 @@ class LLMEngine:
         """Run one scheduled batch; outputs for every request that produced a token or finished
         (`finished_only`: only for finished ones — offline use, saves per-step host work).
 
-        Overlap scheduling: a pure decode batch, or a prefill / mixed step (runner.can_launch), is launched
-        asynchronously and the previous launched step's tokens are processed on the host while it runs; its
-        outputs appear one call later.
+        Overlap scheduling: a pure decode batch, or a prefill step in which every request draws its
+        next token, is launched asynchronously and the previous launched step's tokens are processed on
+        the host while it runs; its outputs appear one call later.
         A request finished by one of those tokens (a stop token; not max_tokens, whose last step the
         scheduler does not repeat) computed one wasted token, which is discarded."""
         sched = self.scheduler.schedule()
@@ -229,10 +229,8 @@ class LLMEngine:
         if sched and self.overlap and self.runner.can_launch(sched):
             pending = self.runner.launch(sched)
             for req, n in zip(sched.requests, sched.num_new_tokens):
-                draws = req.num_computed_tokens + n == req.num_tokens  # else a prompt's earlier chunk
                 req.num_computed_tokens += n
-                if draws:
-                    req.add_placeholder()
+                req.add_placeholder()
             outs = self._drain(finished_only)
             self._pending = pending
             return outs

@@ -86,7 +86,6 @@ class ModelRunner:
         self._flip = 0
         self.num_launched = 0  # overlapped decode steps (for tests and stats)
         self.num_prefills_launched = 0  # overlapped prefill steps
-        self.num_mixed_launched = 0  # of which mixed (a token in flight, or a chunk short of its last token)
 
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -235,8 +234,8 @@ class ModelRunner:
         return StepResult(sampled, self.sampler(logits, sampled, drawn=tokens))
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
-        """Overlap-eligible: a pure decode batch, or a prefill / mixed step (see `_prefill_launchable`), whose
-        sampling needs no host-side logits work."""
+        """Overlap-eligible: a pure decode batch, or a prefill step in which every request samples (see
+        `_prefill_launchable`), whose sampling needs no host-side logits work."""
         decode = self._graph_eligible(sched)
         if not decode and not self._prefill_launchable(sched):
             return False
@@ -250,25 +249,11 @@ class ModelRunner:
         return True
 
     def _prefill_launchable(self, sched: SchedulerOutput) -> bool:
-        """No request wants prompt logprobs, and a request with a token still in flight is decoding (its one new
-        token is that token, which the step reads on the device): each request whose chunk reaches its last
-        token draws one, the others (a prompt's earlier chunk) only fill the cache."""
+        """Every chunk reaches its request's last token (so each request draws one token), no token is pending
+        and none wants prompt logprobs: the step's inputs are all on the host and its output is one token each."""
         if len(sched.requests) > self.last_tokens.numel():
             return False
-        if not all((r.num_pending == 0 or (n == 1 and r.num_pending == 1)) and not r.wants_prompt_logprobs()
-                   for r, n in zip(sched.requests, sched.num_new_tokens)):
-            return False
-        if not self._mixed(sched):
-            return True
-        # a mixed step that a prefill graph fits replays it synchronously (execute), faster than eagerly here;
-        # TACHYON_LAUNCH_MIXED=0 runs every mixed step synchronously (an A/B knob)
-        return not ((self.prefill_graphs is not None and self.prefill_graphs.fits(sched))
-                    or os.environ.get("TACHYON_LAUNCH_MIXED", "1") == "0")
-
-    @staticmethod
-    def _mixed(sched: SchedulerOutput) -> bool:
-        """A token of the step is still in flight, or a chunk does not reach its request's last token."""
-        return any(r.num_pending or r.num_computed_tokens + n != r.num_tokens
+        return all(r.num_pending == 0 and r.num_computed_tokens + n == r.num_tokens and not r.wants_prompt_logprobs()
                    for r, n in zip(sched.requests, sched.num_new_tokens))
 
     @torch.inference_mode()
@@ -276,13 +261,13 @@ class ModelRunner:
         """Asynchronous step (overlap scheduling) for a batch `can_launch` accepted: each request's drawn token
         goes to `last_tokens[row]`, where the next launched decode step reads it if it is still pending there.
         Returns at once; `PendingStep.tokens()` waits."""
+        reqs = sched.requests
+        bs = len(reqs)
         # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible), more is a prefill
         if max(sched.num_new_tokens) == 1:
             self._launch_decode(sched)
-            reqs = sched.requests
         else:
-            reqs = self._launch_prefill(sched)
-        bs = len(reqs)
+            self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
         host = self._host_tokens[self._flip]
         self._flip ^= 1
@@ -307,33 +292,15 @@ class ModelRunner:
         hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
         self._draw(hidden, reqs)
 
-    def _launch_prefill(self, sched: SchedulerOutput) -> list[Request]:
-        """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n] for the n
-        requests whose chunk reaches their last token, which it returns in row order. A decoding request whose
-        token is still in flight reads it from its row of the previous launched step (`_prev_rows`)."""
+    def _launch_prefill(self, sched: SchedulerOutput) -> None:
+        """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]."""
         self.num_prefills_launched += 1
-        self.num_mixed_launched += self._mixed(sched)
-        reqs, counts = sched.requests, sched.num_new_tokens
-        drawn = [r for r, n in zip(reqs, counts) if r.num_computed_tokens + n == r.num_tokens]
-        if not self._mixed(sched) and self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
+        if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
             self.prefill_graphs.run(sched)  # built on last_tokens: its sampler writes them there
-            return drawn
-        pending = any(r.num_pending for r in reqs)
+            return
         batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=prune_last_layer())
-        if pending:
-            src, row = [-1] * batch.input_ids.shape[0], 0
-            for r, n in zip(reqs, counts):
-                if r.num_pending:
-                    src[row] = self._prev_rows[id(r)]
-                row += n
-            src_t = torch.tensor(src, dtype=torch.int64).to(self.device, non_blocking=True)
-            x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
-            hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x, keep=batch.keep)
-        else:
-            hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
-        if drawn:
-            self._draw(hidden if batch.keep is not None else hidden[batch.logits_rows], drawn)
-        return drawn
+        hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
+        self._draw(hidden if batch.keep is not None else hidden[batch.logits_rows], sched.requests)
 
     def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> None:
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]."""
