@@ -183,6 +183,25 @@ def test_linear_and_logits_out_dtype_off_gpu():
     assert y.dtype == torch.float32 and torch.equal(y, lin(x).float())
 
 
+@pytest.mark.skipif(DEV != "cuda", reason="cuBLAS writes fp32 from bf16 operands on CUDA only")
+@pytest.mark.parametrize("M", [16, 256])
+def test_linear_fp32_out_is_the_cublas_accumulator(M):
+    """Past the Triton kernels' row counts, an fp32 out_dtype (the decode graphs' logits) is cuBLAS's fp32
+    result itself: within fp32 rounding of a float64 oracle, where converting a bf16 result would be off by
+    bf16's rounding (~1e-3)."""
+    g = torch.Generator().manual_seed(M)
+    lin = Linear(512, 320)
+    lin.weight.data = torch.randn(320, 512, generator=g)
+    lin = lin.to(device=DEV, dtype=torch.bfloat16)
+    x = torch.randn(M, 512, generator=g).to(device=DEV, dtype=torch.bfloat16)
+    oracle = x.double() @ lin.weight.double().T
+    y = lin(x, out_dtype=torch.float32)
+    assert y.dtype == torch.float32 and y.shape == (M, 320)
+    assert ((y.double() - oracle).abs().max() / oracle.abs().max()).item() < 1e-5
+    bf16_err = ((lin(x).double() - oracle).abs().max() / oracle.abs().max()).item()
+    assert bf16_err > 1e-4, "the oracle must tell the two apart"
+
+
 def test_linear_small_batch_dispatch():
     lin = Linear(32, 8)
     torch.nn.init.normal_(lin.weight)

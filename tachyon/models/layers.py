@@ -13,6 +13,9 @@ from torch import nn
 from tachyon import kernels
 from tachyon.kernels.gemm_small import SMALL_M
 
+# torch.mm(a, b, out_dtype=) (CUDA: bf16 / fp16 operands, fp32 result); absent from older torch builds
+_MM_OUT_DTYPE = hasattr(torch.ops.aten.mm, "dtype")
+
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
     if param.shape != loaded.shape:
@@ -68,9 +71,10 @@ class Linear(nn.Module):
     def forward(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None = None
                 ) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
-        accumulator once, to out_dtype (fp32 logits without a conversion kernel); cuBLAS results are
-        converted. An FP8 layer (quantize_fp8) takes the same row-count routes to its W8A8 kernels; it also
-        takes x already quantized, as a kernels.quantize_rows pair (a fused producer's), with out_dtype given."""
+        accumulator once, to out_dtype (fp32 logits without a conversion kernel); so does cuBLAS on CUDA for
+        an fp32 out_dtype without bias; other cuBLAS results are converted. An FP8 layer (quantize_fp8) takes
+        the same row-count routes to its W8A8 kernels; it also takes x already quantized, as a
+        kernels.quantize_rows pair (a fused producer's), with out_dtype given."""
         w, b, s = self.weight, self.bias, self.weight_scale
         if isinstance(x, tuple) and s is None:
             raise TypeError("Linear.forward: a quantized input needs an FP8 layer (quantize_fp8)")
@@ -89,6 +93,12 @@ class Linear(nn.Module):
             return kernels.gemm_small(x, w, b, self.small_config, out_dtype=out_dtype)
         if s is not None:
             return kernels.fp8_linear(x, w, s, b, out_dtype)
+        if out_dtype == torch.float32 and x.dtype != out_dtype and b is None and x.dim() == 2 and _MM_OUT_DTYPE \
+                and x.is_cuda:
+            # fp32 written by cuBLAS itself (fp32 accumulator, no bf16 rounding and no conversion kernel):
+            # the decode graphs' logits (H200, Qwen2.5-7B lm_head at 256 rows 553.5 -> 425.6 us;
+            # benchmarks/results/session13/cub13_eda5ca3/)
+            return torch.mm(x, w.t(), out_dtype=torch.float32)
         y = F.linear(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
 
