@@ -10,10 +10,15 @@ R=/tmp/bs1check13
 mkdir -p $R
 pack() { tar czf $OUT/bs1check13.tgz -C $R .; }
 OLDB="1,2,4,8,16,24,32,48,64,96,128,160,192,224,256,320,384,448,512"
-for v in head:tachyon head:hf,tachyon old:hf,tachyon head:hf,tachyon old:tachyon head:tachyon; do
+# ROUND=2: which of the three settings it is, without transformers in the process
+[ "${ROUND:-1}" = 2 ] && V="head:tachyon oldbuckets:tachyon nolt:tachyon head:tachyon old:tachyon" \
+  || V="head:tachyon head:hf,tachyon old:hf,tachyon head:hf,tachyon old:tachyon head:tachyon"
+for v in $V; do
   name=${v%%:*}; be=${v#*:}
   unset TACHYON_DECODE_BUCKETS TACHYON_BLAS_PICK TACHYON_PRUNE_LAST_LAYER
   [ $name = old ] && export TACHYON_DECODE_BUCKETS=$OLDB TACHYON_BLAS_PICK=0 TACHYON_PRUNE_LAST_LAYER=0
+  [ $name = oldbuckets ] && export TACHYON_DECODE_BUCKETS=$OLDB
+  [ $name = nolt ] && export TACHYON_BLAS_PICK=0
   echo "$(date +%T) $name $be" >> $R/order.txt
   timeout 80 $B bench offline --backend $be --model qwen3-0.6b --dummy --workload bs1 \
     --output $R/bs1_${name}_${be/,/_}_$(date +%s).json 2>&1 | f | grep "^| tachyon " | head -1 | sed "s/^/$name $be /" \
