@@ -202,30 +202,6 @@ def test_linear_fp32_out_is_the_cublas_accumulator(M):
     assert bf16_err > 1e-4, "the oracle must tell the two apart"
 
 
-@pytest.mark.skipif(DEV != "cuda", reason="cuBLASLt is a CUDA library")
-def test_linear_through_cublaslt_matches_and_restores_the_library():
-    """A row count in Linear.lt_rows runs through cuBLASLt: the same result as cuBLAS within bf16 rounding, and
-    torch's preferred library is what it was afterwards (also after a failing call)."""
-    from tachyon.kernels import blas
-
-    g = torch.Generator().manual_seed(0)
-    lin = Linear(512, 384, bias=True)
-    lin.weight.data = torch.randn(384, 512, generator=g)
-    lin.bias.data = torch.randn(384, generator=g)
-    lin = lin.to(device=DEV, dtype=torch.bfloat16)
-    x = torch.randn(96, 512, generator=g).to(device=DEV, dtype=torch.bfloat16)
-    before = torch.backends.cuda.preferred_blas_library()
-    ref = lin(x).float()
-    lin.lt_rows = frozenset({96})
-    out = lin(x).float()
-    assert ((out - ref).norm() / ref.norm()).item() < 1e-2
-    assert torch.backends.cuda.preferred_blas_library() == before
-    with pytest.raises(RuntimeError):
-        blas.linear_lt(x, lin.weight[:, :100], None)  # a shape mismatch inside the context
-    assert torch.backends.cuda.preferred_blas_library() == before
-    assert kernels.pick_blas(lin.weight, lin.bias, 96) in (None, blas.CUBLASLT)
-
-
 def test_linear_small_batch_dispatch():
     lin = Linear(32, 8)
     torch.nn.init.normal_(lin.weight)

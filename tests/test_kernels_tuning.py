@@ -252,37 +252,3 @@ def test_fp8_pickers_run_their_own_kernel_over_their_own_candidates(monkeypatch)
         monkeypatch.setattr(gemv_select, "_graph_time_ms", fake_timer)
         assert pick(w_q, w_s, None) == want
         assert seen[0] is None and set(seen[1:]) == set(configs)  # the baseline, then every candidate: all correct
-
-
-def test_tune_gemv_picks_the_blas_library_per_row_count(tmp_path, monkeypatch):
-    """At each given row count a bf16 layer gets cuBLASLt where pick_blas chose it (timed once per shape and row
-    count, remembered), FP8 layers and the lm_head are not timed, and an FP8 layer forgets earlier choices."""
-    from tachyon.kernels import blas, tuning
-
-    monkeypatch.setenv("TACHYON_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tuning, "_USER", None)
-    monkeypatch.setattr(tuning, "device_tag", lambda dev: "Fake_GPU")
-    monkeypatch.setattr(kernels, "pick_gemv_config", lambda w, b: None)
-    monkeypatch.setattr(kernels, "pick_small_config", lambda w, b, m: None)
-    monkeypatch.setattr(kernels, "pick_fp8_gemv_config", lambda w, s, b: None)
-    monkeypatch.setattr(kernels, "pick_fp8_small_config", lambda w, s, b, m: None)
-    calls = []
-    monkeypatch.setattr(kernels, "pick_blas",
-                        lambda w, b, m: calls.append((tuple(w.shape), m)) or (blas.CUBLASLT if m % 32 else None))
-    model = torch.nn.Module()
-    model.layers = torch.nn.Sequential(Linear(64, 32), Linear(64, 32), Linear(64, 48), Linear(64, 32))
-    model.lm_head = Linear(64, 100)
-    model.layers[3].quantize_fp8()
-    for lin in [*model.layers, model.lm_head]:
-        lin.weight = torch.nn.Parameter(lin.weight.data.as_subclass(_FakeCuda), requires_grad=False)
-    tune_gemv(model, rows=(16, 48, 64))
-    assert calls == [((32, 64), 16), ((32, 64), 48), ((32, 64), 64), ((48, 64), 16), ((48, 64), 48),
-                     ((48, 64), 64)]
-    assert [m.lt_rows for m in model.layers] == [frozenset({16, 48})] * 3 + [frozenset()]
-    assert model.lm_head.lt_rows == frozenset()
-    calls.clear()
-    monkeypatch.setattr(tuning, "_USER", None)
-    tune_gemv(model, rows=(16, 48, 64))
-    assert calls == []  # remembered
-    model.layers[0].quantize_fp8()
-    assert model.layers[0].lt_rows == frozenset()

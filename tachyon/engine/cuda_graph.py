@@ -45,11 +45,6 @@ def bucket_sizes() -> tuple[int, ...]:
     return tuple(sorted({int(b) for b in env.split(",")})) if env else BUCKETS
 
 
-def graph_batch_sizes(max_batch: int) -> list[int]:
-    """The batch sizes the decode graphs are captured at, up to `max_batch` (always included)."""
-    return [b for b in bucket_sizes() if b < max_batch] + [max_batch]
-
-
 def capture_step(step, pool):
     """Run `step()` once (compiles kernels, settles the allocator), then capture it into a CUDA graph in
     memory pool `pool` (None: a new one). Returns (graph, step's output, the pool)."""
@@ -69,7 +64,7 @@ class DecodeGraphRunner:
         self.device = device
         self.block_size = block_size
         self.max_model_len = max_model_len
-        self.buckets = graph_batch_sizes(max_batch)
+        self.buckets = [b for b in bucket_sizes() if b < max_batch] + [max_batch]
         self.max_bs = max_batch
         self.max_blocks = -(-max_model_len // block_size)
         B, MB = self.max_bs, self.max_blocks

@@ -91,16 +91,6 @@ class ModelRunner:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
         return [torch.zeros(shape, dtype=self.kv_dtype, device=self.device) for _ in range(self.spec.num_layers)]
 
-    def _blas_rows(self) -> tuple[int, ...]:
-        """The decode graphs' batch sizes past the skinny GEMM's, at which tune_gemv times cuBLASLt against cuBLAS
-        (none without graphs, or with TACHYON_BLAS_PICK=0: an A/B knob)."""
-        from tachyon.engine.cuda_graph import graph_batch_sizes
-        from tachyon.kernels.gemm_small import SMALL_M
-
-        if not self.use_cuda_graphs or os.environ.get("TACHYON_BLAS_PICK", "1") == "0":
-            return ()
-        return tuple(b for b in graph_batch_sizes(self.max_num_seqs) if b > SMALL_M)
-
     def _graph_runner(self):
         from tachyon.engine.cuda_graph import DecodeGraphRunner
 
@@ -151,9 +141,7 @@ class ModelRunner:
         step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
         from tachyon.models.layers import tune_gemv
 
-        # batch-1 projections: Triton GEMV only where it beats cuBLAS; cuBLASLt at the decode graphs' batch sizes
-        # where it beats cuBLAS
-        gemv_choices = tune_gemv(self.model, self._blas_rows())
+        gemv_choices = tune_gemv(self.model)  # batch-1 projections: Triton GEMV only where it beats cuBLAS
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         self.model.bind_kv_cache(self._new_caches(1))

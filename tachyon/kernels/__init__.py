@@ -15,7 +15,6 @@ from tachyon.kernels.activation import (
     silu_and_mul_triton,
 )
 from tachyon.kernels.attention import attention_ref, attention_triton
-from tachyon.kernels.blas import linear_lt
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
@@ -30,7 +29,6 @@ from tachyon.kernels.gemv import (
 )
 from tachyon.kernels.gemv_glu import gemv_glu_ref, gemv_glu_triton
 from tachyon.kernels.gemv_select import (
-    pick_blas,
     pick_fp8_gemv_config,
     pick_fp8_small_config,
     pick_fused_config,
@@ -323,8 +321,6 @@ __all__ = [
     "pick_small_config",
     "gemm_small",
     "gemm_small_triton",
-    "linear_lt",
-    "pick_blas",
     "rmsnorm_gemv",
     "rmsnorm_gemv_ref",
     "rmsnorm_gemv_triton",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tachyon.kernels import blas
 from tachyon.kernels import quant_fp8 as q8
 from tachyon.kernels._triton import HAS_TRITON
 from tachyon.kernels.gemm_small import SMALL_CONFIGS, SMALL_M, SmallConfig, gemm_small_triton
@@ -129,19 +128,6 @@ def pick_small_config(w: torch.Tensor, bias: torch.Tensor | None, m: int = SMALL
         return _pick(w, lambda wi: F.linear(x, wi, bias), lambda wi, cfg: gemm_small_triton(x, wi, bias, cfg),
                      l2_bytes, SMALL_CONFIGS)
     except Exception:  # noqa: BLE001 - a kernel that fails to build or run is simply not used
-        return None
-
-
-def pick_blas(w: torch.Tensor, bias: torch.Tensor | None, m: int, l2_bytes: int = 160 << 20) -> tuple | None:
-    """CUDA only: blas.CUBLASLT where x [m, K] @ w^T (+ bias) through cuBLASLt is correct and at least 3% faster
-    than through torch's default cuBLAS, else None (the default)."""
-    if not (w.is_cuda and w.dim() == 2):
-        return None
-    try:
-        x = torch.randn(m, w.shape[1], device=w.device, dtype=w.dtype)
-        return _pick(w, lambda wi: F.linear(x, wi, bias), lambda wi, cfg: blas.linear_lt(x, wi, bias), l2_bytes,
-                     (blas.CUBLASLT,))
-    except Exception:  # noqa: BLE001 - anything wrong keeps the default library
         return None
 
 

@@ -32,8 +32,7 @@ def fingerprint(kind: str = "m1") -> str:
     """Hash of the candidate lists a decision of this kind was made among, and the kernels' version:
     entries measured against other candidates or older kernel code are not reused. Kinds: "m1" (GEMV),
     "m1+<prologue>" (fused GEMV, chosen against the plain one), "m<SMALL_M>" (skinny GEMM); for FP8 weights
-    "m1fp8" and "m<SMALL_M>fp8[fast]" (quant_fp8.py's candidates, the fast-accumulation ones with "fast");
-    "m<rows>lt" (the BLAS library at a decode graph's row count)."""
+    "m1fp8" and "m<SMALL_M>fp8[fast]" (quant_fp8.py's candidates, the fast-accumulation ones with "fast")."""
     gemv = importlib.import_module("tachyon.kernels.gemv")  # the module (the package exports a function `gemv`)
     small = importlib.import_module("tachyon.kernels.gemm_small")
     q8 = importlib.import_module("tachyon.kernels.quant_fp8")
@@ -44,8 +43,6 @@ def fingerprint(kind: str = "m1") -> str:
     elif "fp8" in kind:
         fast = q8.FP8_SMALL_FAST_CONFIGS if kind.endswith("fast") else ()
         lists = (q8.FP8_SMALL_CONFIGS, fast, small.SMALL_M, gemv.KERNEL_VERSION)
-    elif kind.endswith("lt"):  # m<rows>lt: cuBLASLt against cuBLAS (gemv_select.pick_blas), no candidate list
-        lists = ("cublas|cublaslt",)
     elif kind.startswith("m1+"):
         lists = (gemv.CONFIGS, gemv.FUSED_CONFIGS, gemv.KERNEL_VERSION)
     else:

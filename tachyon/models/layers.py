@@ -48,8 +48,6 @@ class Linear(nn.Module):
         # batch-1 GEMV with SiLU-and-mul in its epilogue (kernels.gemv_glu) beats the GEMV + activation pair
         self.epilogue: str | None = None
         self.epilogue_config: tuple[int, int, int, int] | None = None
-        # row counts (decode-graph batch sizes) at which tune_gemv found cuBLASLt faster than cuBLAS here
-        self.lt_rows: frozenset[int] = frozenset()
         # per-output-channel fp32 scales once quantize_fp8 has made the weight float8_e4m3fn (W8A8); else None
         self.weight_scale: torch.Tensor | None = None
 
@@ -69,7 +67,6 @@ class Linear(nn.Module):
         self.weight = _set_loader(nn.Parameter(q, requires_grad=False), default_weight_loader)
         self.weight_scale = scale
         self.gemv_config = self.small_config = self.fused_config = self.epilogue_config = None
-        self.lt_rows = frozenset()
 
     def forward(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None = None
                 ) -> torch.Tensor:
@@ -102,7 +99,7 @@ class Linear(nn.Module):
             # the decode graphs' logits (H200, Qwen2.5-7B lm_head at 256 rows 553.5 -> 425.6 us;
             # benchmarks/results/session13/cub13_eda5ca3/)
             return torch.mm(x, w.t(), out_dtype=torch.float32)
-        y = kernels.linear_lt(x, w, b) if m in self.lt_rows else F.linear(x, w, b)
+        y = F.linear(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
 
 
@@ -189,15 +186,13 @@ class RotaryEmbedding(nn.Module):
         return kernels.rotary(q, k, positions, self.cos_sin_cache)
 
 
-def tune_gemv(model: nn.Module, rows: tuple[int, ...] = ()) -> dict[str, tuple | None]:
+def tune_gemv(model: nn.Module) -> dict[str, tuple | None]:
     """CUDA: for each distinct Linear weight shape, time cuBLAS against the Triton GEMV at batch 1
     inside CUDA graphs and keep the kernel only where it is correct and faster; the same for the skinny
     GEMM at SMALL_M rows; then, for layers with a prologue op, the fused kernel against that op + the
     chosen GEMV, and for a gate|up layer (epilogue "silu") the GEMV with the activation in its epilogue
     against the GEMV + activation kernel. Decisions already known for this GPU model (kernels.tuning) are
-    reused untimed. For bf16 layers other than the lm_head (whose graphed logits take torch.mm's fp32 output),
-    at each row count in `rows` (the decode graphs' batch sizes past SMALL_M), cuBLASLt against cuBLAS
-    (gemv_select.pick_blas; Linear.lt_rows).
+    reused untimed.
     Returns {"NxK[+bias]@kind": config or None}."""
     from tachyon.kernels import tuning
 
@@ -226,9 +221,6 @@ def tune_gemv(model: nn.Module, rows: tuple[int, ...] = ()) -> dict[str, tuple |
                 m.weight, m.weight_scale, m.bias, SMALL_M))
             continue
         mod.gemv_config = decide(mod, "m1", lambda m=mod: kernels.pick_gemv_config(m.weight, m.bias))
-        if mod is not getattr(model, "lm_head", None):
-            mod.lt_rows = frozenset(r for r in rows if decide(mod, f"m{r}lt", lambda m=mod, r=r: kernels.pick_blas(
-                m.weight, m.bias, r)) is not None)
         mod.small_config = decide(mod, f"m{SMALL_M}",
                                   lambda m=mod: kernels.pick_small_config(m.weight, m.bias, SMALL_M))
         mod.fused_config = None
