@@ -53,8 +53,8 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
     joined by "+": knob=value (short names in KNOBS), or <kind>.<layer>=<config> overriding the warm-up's
     choice for every Linear attribute named <layer> (kind gemv: batch 1, small: 2..8 rows, fused: batch 1 with
     the layer's prologue op in the GEMV, glu: batch 1 gate|up with the activation in its epilogue; config
-    colon-separated ints, or "cublas" / for fused and glu "none"), races=<R> (the sampler's FAST_RACES), or
-    blas=cublas (every layer's cuBLASLt picks dropped), e.g.
+    colon-separated ints, or "cublas" / for fused and glu "none"), or
+    races=<R> (the sampler's FAST_RACES), e.g.
     "maxmb=32+small.qkv_proj=1:64:128:4:4:4"."""
     if name in VARIANTS:
         return (*VARIANTS[name], {})
@@ -64,9 +64,7 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
             key, val = part.split("=")
             if key == "races":  # the sampler's rejection fast path (kernels/sampling.py FAST_RACES)
                 overrides[("sampler", "FAST_RACES")] = int(val)
-            elif key == "blas":  # blas=cublas: no layer takes the cuBLASLt picks (Linear.lt_rows)
-                assert val in ("cublas", "picked")
-                overrides[("blas", "all")] = val
+
             elif "." in key:
                 kind, layer = key.split(".")
                 assert kind in ("gemv", "small", "fused", "glu")
@@ -98,8 +96,6 @@ def set_configs(model: torch.nn.Module, overrides: dict, saved: dict) -> None:
                 m.fused_config = overrides[("fused", attr)]
             glu = saved.setdefault(("glu", id(m)), m.epilogue_config)
             m.epilogue_config = overrides.get(("glu", attr), glu)
-            lt = saved.setdefault(("lt", id(m)), m.lt_rows)
-            m.lt_rows = frozenset() if overrides.get(("blas", "all")) == "cublas" else lt
 
 
 def set_fusion(model: torch.nn.Module, mode: str | None, saved: dict) -> None:
