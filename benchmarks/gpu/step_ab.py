@@ -64,7 +64,6 @@ def variant(name: str) -> tuple[dict, str | None, dict]:
             key, val = part.split("=")
             if key == "races":  # the sampler's rejection fast path (kernels/sampling.py FAST_RACES)
                 overrides[("sampler", "FAST_RACES")] = int(val)
-
             elif "." in key:
                 kind, layer = key.split(".")
                 assert kind in ("gemv", "small", "fused", "glu")
