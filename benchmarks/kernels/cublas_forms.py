@@ -24,11 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from gemv_sweep import projections  # noqa: E402
+from gemv_sweep import step_weights  # noqa: E402
 from timing import env  # noqa: E402
 
 from tachyon.kernels.gemv_select import _graph_time_ms  # noqa: E402
-from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 
 
 def lt(fn):
@@ -50,17 +49,9 @@ def main() -> None:
     ap.add_argument("--ms", default="64,80,96,112,128,160,192,224,256")
     args = ap.parse_args()
     dev = torch.device("cuda")
-    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     out = {"env": env(Path(__file__).resolve().parents[2]), "results": []}
     for shape in args.shapes.split(","):
-        projs = projections(shape)
-        c = BUILTIN_SHAPES[shape]
-        projs["lm_head"] = (c["vocab_size"], c["hidden_size"], False)
-        for name, (n, k, has_bias) in projs.items():
-            g = torch.Generator(device=dev).manual_seed(0)
-            w = (torch.randn(n, k, device=dev, generator=g) * 0.02).to(torch.bfloat16)
-            b = (torch.randn(n, device=dev, generator=g) * 0.02).to(torch.bfloat16) if has_bias else None
-            weights = [w] + [w.clone() for _ in range(max(1, -(-2 * l2 // (w.numel() * 2))) - 1)]
+        for name, n, k, _w, b, weights, g in step_weights(shape, ["qkv", "o", "gate_up", "down", "lm_head"], dev):
             for m in (int(v) for v in args.ms.split(",")):
                 x = torch.randn(m, k, device=dev, generator=g).to(torch.bfloat16)
                 forms = {
@@ -82,8 +73,6 @@ def main() -> None:
                         row["us"][f] = repr(e)[:120]
                 out["results"].append(row)
                 print(f"{shape} {name:8s} m={m:3d} " + "  ".join(f"{f} {v}" for f, v in row["us"].items()), flush=True)
-            del weights
-            torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "cublas_forms.json").write_text(json.dumps(out, indent=1))
 

@@ -22,13 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from gemv_sweep import projections  # noqa: E402
+from gemv_sweep import step_weights  # noqa: E402
 from timing import env  # noqa: E402
 
 from tachyon.kernels.gemm_small import gemm_small_triton  # noqa: E402
 from tachyon.kernels.gemv_select import _graph_time_ms  # noqa: E402
 from tachyon.kernels.precompile import compile_only  # noqa: E402
-from tachyon.models.shapes import BUILTIN_SHAPES  # noqa: E402
 
 COPY_BW, PEAK = 4.25e12, 778e12
 SMEM = 220 * 1024
@@ -54,20 +53,10 @@ def main() -> None:
     ap.add_argument("--projs", default="qkv,o,gate_up,down,lm_head")
     args = ap.parse_args()
     dev = torch.device("cuda")
-    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
     ms = [int(m) for m in args.ms.split(",")]
     rows, results = [], {"env": env(Path(__file__).resolve().parents[2]), "results": []}
     for shape in args.shapes.split(","):
-        projs = projections(shape)
-        c = BUILTIN_SHAPES[shape]
-        projs["lm_head"] = (c["vocab_size"], c["hidden_size"], False)
-        for name in args.projs.split(","):
-            n, k, has_bias = projs[name]
-            g = torch.Generator(device=dev).manual_seed(0)
-            w = (torch.randn(n, k, device=dev, generator=g) * 0.02).to(torch.bfloat16)
-            b = (torch.randn(n, device=dev, generator=g) * 0.02).to(torch.bfloat16) if has_bias else None
-            copies = max(1, -(-2 * l2 // (w.numel() * 2)))
-            weights = [w] + [w.clone() for _ in range(copies - 1)]
+        for name, n, k, w, b, weights, g in step_weights(shape, args.projs.split(","), dev):
             for m in ms:
                 x = (torch.randn(m, k, device=dev, generator=g)).to(torch.bfloat16)
                 cfgs = candidates(m)
@@ -105,8 +94,6 @@ def main() -> None:
                 rows.append(line)
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / "gemm_mid_sweep.json").write_text(json.dumps(results, indent=1))
-            del weights
-            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,25 @@ def projections(shape: str) -> dict[str, tuple[int, int, bool]]:
             "down": (h, inter, False)}
 
 
+def step_weights(shape: str, names: list[str], dev: torch.device):
+    """For each projection of `shape` in `names` ("lm_head" too): (name, N, K, w, bias or None, copies, g), with
+    seeded random bf16 weights, copies of w totalling twice the L2 (cycled, each call streams its weight from
+    HBM as in a decode step) and the generator for the inputs."""
+    projs = projections(shape)
+    c = BUILTIN_SHAPES[shape]
+    projs["lm_head"] = (c["vocab_size"], c["hidden_size"], False)
+    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+    for name in names:
+        n, k, has_bias = projs[name]
+        g = torch.Generator(device=dev).manual_seed(0)
+        w = (torch.randn(n, k, device=dev, generator=g) * 0.02).to(torch.bfloat16)
+        b = (torch.randn(n, device=dev, generator=g) * 0.02).to(torch.bfloat16) if has_bias else None
+        copies = [w] + [w.clone() for _ in range(max(1, -(-2 * l2 // (w.numel() * 2))) - 1)]
+        yield name, n, k, w, b, copies, g
+        del copies
+        torch.cuda.empty_cache()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
