@@ -13,7 +13,7 @@ from tachyon.kernels._triton import pdl_args, pdl_trigger, pdl_wait, require_tri
 from tachyon.kernels.gemv import PDL_TRIGGER_MAX_BYTES, _mib_env
 
 SMALL_M = 8  # gemm_small serves 2 <= M <= SMALL_M rows (decode batches of a few requests)
-MID_M = 256  # the kernels take up to this many rows (one row block); beyond SMALL_M only where a pick chose them
+MID_M = 256  # the kernels take up to this many rows as one block (gemm_mid_sweep.py); the engine uses 2..SMALL_M
 # (SWAP, BLOCK_N, BLOCK_K, num_warps, STAGES, SPLIT_K). SWAP 0: y = x W^T with the 16-row padded x tile
 # as the MMA's M side; SWAP 1: y^T = W x^T with BLOCK_N weight rows as the M side (M >= 64, so Hopper's
 # warpgroup MMA applies and the x rows are only its 16-wide N side), optionally split over K: fp32

@@ -68,24 +68,24 @@ class Attention(nn.Module):
                 meta.query_start_loc, meta.seq_lens, meta.block_tables, meta.max_seq_len, self.scale,
             )
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
-        q = kernels.qkv_post(
-            qkv, positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
-            self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
-            self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
-        )
+        q = self._store_kv(positions, qkv, meta)
         o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
                               meta.max_query_len, meta.max_seq_len, self.scale)
         return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
 
-    def forward_kept(self, positions: torch.Tensor, qkv: torch.Tensor, meta, keep) -> torch.Tensor:
-        """As forward (every row's K/V stored), but the attention output only for the rows `keep.rows`, each the
-        last of its sequence in the step (keep.meta: one query per sequence) -> [len(keep.rows), hidden]."""
+    def _store_kv(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
+        """(q/k norm,) rotary and the K/V store of every row (kernels.qkv_post); returns q [T, heads, head_dim]."""
         has_norm = self.q_norm is not None
-        q = kernels.qkv_post(
+        return kernels.qkv_post(
             qkv, positions, self.rotary.cos_sin_cache, self.kv_cache, meta.slot_mapping,
             self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
             self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
         )
+
+    def forward_kept(self, positions: torch.Tensor, qkv: torch.Tensor, meta, keep) -> torch.Tensor:
+        """As forward (every row's K/V stored), but the attention output only for the rows `keep.rows`, each the
+        last of its sequence in the step (keep.meta: one query per sequence) -> [len(keep.rows), hidden]."""
+        q = self._store_kv(positions, qkv, meta)
         km = keep.meta
         n = keep.rows.shape[0]
         if n == 0:
