@@ -8,10 +8,9 @@ given shapes (and the lm_head), graph-timed with the weights cycled past the L2:
 and for the lm_head the fp32 logits the decode graphs keep: F.linear(...).float() against torch.mm with
 out_dtype=float32 (cuBLAS writes fp32 itself; no conversion kernel).
 Writes cublas_forms.json and prints one line per (projection, rows).
-Caveat: `lt` restores torch's previous library choice as an explicit one. If torch was on "default" (its
-heuristics), the forms timed after the first `lt` call run under an explicit "cublas" instead. The engine's
-per-shape cuBLASLt picks did this too and cost Qwen3-0.6B bs1 2% (session 13), so read `linear` after the
-first row with that in mind.
+Caveat: the engine's per-shape cuBLASLt picks (which switched torch's library the same way, around single
+GEMMs) cost Qwen3-0.6B bs1 2% through a side effect not yet identified (session 13). Forms timed after the
+first `lt` call may carry it too.
 
 Usage (GPU machine, repo root): python3 benchmarks/kernels/cublas_forms.py --out $OUT [--shapes ...] [--ms ...]
 """
