@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 GEMM_POINTS = [(1, 3.55), (8, 3.9), (32, 4.04), (96, 4.13), (160, 4.56), (256, 5.0), (8192, 147.5)]
-BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256)
+BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256)  # stop 15's decode graphs (the calibration's)
 KV_BYTES_PER_TOKEN = 57344  # 28 layers x K and V x 4 KV heads x 128 x 2 bytes
 ATTN_BW = 4.17e12
 PREFILL_ATTN_S_PER_TOKEN = 0.9e-6

@@ -39,6 +39,11 @@ class FlatBatch:
     logits_rows: list[int]  # flat token index of the last token of each sampling request
     keep: KeptRows | None = None  # set when only the logits rows' final hidden states are wanted
 
+    def logits_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The logits rows' final hidden states out of the model's output for this batch (all rows, or only
+        those when `keep` was given to the model)."""
+        return hidden if self.keep is not None else hidden[self.logits_rows]
+
 
 def build_batch(sched: SchedulerOutput, block_size: int, device: torch.device, keep_logits_rows: bool = False
                 ) -> FlatBatch:

@@ -25,8 +25,8 @@ from tachyon.kernels.sampling import row_is_unfiltered
 
 # every 16 rows from 64 to 256: a padding row costs a real row's GEMM FLOPs in the power-capped large-batch
 # steps (H200, Qwen2.5-7B nano256: 12,790.7 / 12,806.4 tok/s with 32-row steps, 12,889.9 / 12,928.9 with these,
-# alternating; benchmarks/results/session13/mid13_727031f/). Multiples of 16 compile no new kernel
-# specializations (8-row steps did: warm start-up +2 s)
+# alternating; benchmarks/results/session13/mid13_727031f/). 8-row steps gave 12,966.4 but a warm start-up of
+# 6.26 s against 4.27-4.32 (same call; likely new kernel specializations for sizes not a multiple of 16)
 BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 320, 384, 448,
            512)
 # buckets up to this size prefetch each layer's o_proj / MLP weights into L2 during its attention

@@ -218,7 +218,7 @@ class ModelRunner:
         sampled = [sched.requests[i] for i in batch.sample_indices]
         if not sampled:
             return StepResult([], SampleResult([], []))
-        logits = self.model.compute_logits(hidden if batch.keep is not None else hidden[batch.logits_rows])
+        logits = self.model.compute_logits(batch.logits_hidden(hidden))
         return StepResult(sampled, self.sampler(logits, sampled))
 
     def _execute_prefill_graph(self, sched: SchedulerOutput) -> StepResult:
@@ -300,7 +300,7 @@ class ModelRunner:
             return
         batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=prune_last_layer())
         hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
-        self._draw(hidden if batch.keep is not None else hidden[batch.logits_rows], sched.requests)
+        self._draw(batch.logits_hidden(hidden), sched.requests)
 
     def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> None:
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]."""

@@ -138,9 +138,11 @@ class DecoderLayer(nn.Module):
     def forward_kept(self, positions, x, residual, meta, keep):
         """The last layer of a step whose caller needs only the rows `keep.rows` (batch.KeptRows): every row's
         qkv and K/V store, then attention output, o_proj and MLP for the kept rows alone. Returns (x, residual)
-        of those rows, in keep.rows' order."""
+        of those rows, in keep.rows' order (both empty when none is kept)."""
         qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
         h = self.self_attn.forward_kept(positions, qkv, meta, keep)
+        if h.shape[0] == 0:
+            return h, h
         gate_up, residual = norm_linear(self.post_attention_layernorm, self.mlp.gate_up_proj, h,
                                         residual.index_select(0, keep.rows))
         return self.mlp(gate_up), residual
@@ -213,14 +215,10 @@ class DecoderForCausalLM(nn.Module):
         for layer in self.layers[:last]:
             x, residual = layer(positions, x, residual, meta)
         if keep is not None:
-            if keep.rows.shape[0] == 0:  # nothing samples: the last layer only stores its K/V
-                layer = self.layers[last]
-                qkv, _ = norm_linear(layer.input_layernorm, layer.self_attn.qkv_proj, x, residual)
-                layer.self_attn.forward_kept(positions, qkv, meta, keep)
-                self.prefetcher.join()
-                return x.new_empty(0, x.shape[-1])
             x, residual = self.layers[last].forward_kept(positions, x, residual, meta, keep)
         self.prefetcher.join()
+        if x.shape[0] == 0:  # nothing samples: the last layer only stored its K/V
+            return x
         x, _ = self.norm(x, residual)
         return x
 
