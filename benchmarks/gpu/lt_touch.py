@@ -3,7 +3,7 @@ built, slow the engine's batch-1 decode (Qwen3-0.6B bs1 lost 2% with the since-r
 batch-1 GEMM took cuBLASLt)? With LT_TOUCH=1 one bf16 GEMM goes through cuBLASLt and the library choice is set
 back to cuBLAS; then the bench CLI runs with the remaining arguments, in the same process.
 
-Usage (GPU): LT_TOUCH=1 python benchmarks/gpu/lt_touch.py offline --backend tachyon --model qwen3-0.6b --dummy
+Usage (GPU): LT_TOUCH=1 python benchmarks/gpu/lt_touch.py bench offline --backend tachyon --model qwen3-0.6b --dummy
              --workload bs1 --output out.json
 """
 

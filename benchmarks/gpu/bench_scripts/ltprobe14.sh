@@ -12,13 +12,13 @@ pack() { tar czf $OUT/ltprobe14.tgz -C $R .; }
 for round in 1 2 3; do
   for touch in 1 0; do
     echo "$(date +%T) round $round LT_TOUCH=$touch" >> $R/order.txt
-    LT_TOUCH=$touch timeout 80 python3 benchmarks/gpu/lt_touch.py offline --backend tachyon --model qwen3-0.6b \
-      --dummy --workload bs1 --output $R/bs1_touch${touch}_r$round.json 2>&1 | f | grep "^| tachyon " | head -1 \
+    LT_TOUCH=$touch timeout 80 python3 benchmarks/gpu/lt_touch.py bench offline --backend tachyon --model qwen3-0.6b \
+      --dummy --workload bs1 --output $R/bs1_touch${touch}_r$round.json 2>&1 | tee $R/log_touch${touch}_r$round.txt | f | grep "^| tachyon " | head -1 \
       | sed "s/^/touch=$touch /" | tee -a $R/order.txt
     pack
   done
 done
-timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_kernels*.py tests/engine/test_kept_rows.py \
+timeout 330 python3 -m pytest -q -p no:cacheprovider tests/test_kernels*.py tests/engine/test_kept_rows.py \
   > $R/gpu_tests.txt 2>&1
 tail -5 $R/gpu_tests.txt
 pack
