@@ -15,6 +15,7 @@ import time
 
 from tachyon import SamplingParams
 from tachyon.bench.backends import BackendOptions, get_backend
+from tachyon.bench.gpu import GpuMeter
 from tachyon.bench.workloads import load_workload
 
 
@@ -41,6 +42,8 @@ def main() -> None:
     ap.add_argument("--model", default="qwen3-0.6b")
     ap.add_argument("--workload", default="bs1")
     ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--meter", action="store_true",
+                    help="every second run inside the bench's GpuMeter (NVML energy read before and after)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     wl = load_workload(a.workload)
@@ -49,10 +52,19 @@ def main() -> None:
     backend.load()
     backend.run(wl.truncated(num_requests=1, max_tokens=4))  # the bench's warm-up
     engine = backend.llm.engine
-    runs = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"r{i}") for i in range(a.runs)]
+    runs = []
+    for i in range(a.runs):
+        metered = a.meter and i % 2 == 1
+        if metered:
+            with GpuMeter():
+                r = one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"r{i}")
+        else:
+            r = one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"r{i}")
+        runs.append({**r, "metered": metered})
     backend.close()
     for r in runs:
-        print(f"{r['duration_ms']:.2f} ms, {r['steps']} steps, median gap {r['median_gap_ms']:.4f} ms, mean "
+        kind = "metered" if r["metered"] else "plain  "
+        print(f"{kind} {r['duration_ms']:.2f} ms, {r['steps']} steps, median gap {r['median_gap_ms']:.4f} ms, mean "
               f"{r['mean_gap_ms']:.4f}, max {r['max_gap_ms']:.3f}, {r['gaps_over_1.5x_median']} over 1.5x median "
               f"(excess {r['sum_excess_over_median_ms']:.2f} ms)")
     with open(a.out, "w") as fh:
