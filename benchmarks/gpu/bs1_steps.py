@@ -43,7 +43,8 @@ def main() -> None:
     ap.add_argument("--workload", default="bs1")
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--meter", action="store_true",
-                    help="every second run inside the bench's GpuMeter (NVML energy read before and after)")
+                    help="runs cycle through three kinds: plain, inside the bench's GpuMeter (NVML energy read "
+                         "before and after), and the bench's own timed path (GpuMeter + backend.run: LLM.generate)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     wl = load_workload(a.workload)
@@ -54,17 +55,25 @@ def main() -> None:
     engine = backend.llm.engine
     runs = []
     for i in range(a.runs):
-        metered = a.meter and i % 2 == 1
-        if metered:
+        kind = ("plain", "metered", "bench")[i % 3] if a.meter else "plain"
+        if kind == "bench":
+            with GpuMeter():
+                out = backend.run(wl)
+            runs.append({"kind": kind, "duration_ms": out.duration_s * 1e3})
+            print(f"bench   {out.duration_s * 1e3:.2f} ms")
+            continue
+        if kind == "metered":
             with GpuMeter():
                 r = one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"r{i}")
         else:
             r = one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"r{i}")
-        runs.append({**r, "metered": metered})
+        runs.append({**r, "kind": kind})
     backend.close()
     for r in runs:
-        kind = "metered" if r["metered"] else "plain  "
-        print(f"{kind} {r['duration_ms']:.2f} ms, {r['steps']} steps, median gap {r['median_gap_ms']:.4f} ms, mean "
+        if r["kind"] == "bench":
+            continue
+        print(f"{r['kind']:7} {r['duration_ms']:.2f} ms, {r['steps']} steps, median gap {r['median_gap_ms']:.4f} ms, "
+              f"mean "
               f"{r['mean_gap_ms']:.4f}, max {r['max_gap_ms']:.3f}, {r['gaps_over_1.5x_median']} over 1.5x median "
               f"(excess {r['sum_excess_over_median_ms']:.2f} ms)")
     with open(a.out, "w") as fh:
