@@ -103,3 +103,92 @@ def test_tachyon_backend_bs1_like_weight_bandwidth(tiny_llama):
     s = res.runs[0].summary
     assert s.output_tokens == 8 and s.input_tokens == 128
     assert s.ttft.n == 1 and s.tpot.n == 1 and s.extra["weight_read_gbps"] > 0
+
+
+class _PacedBackend:
+    """A backend whose successive timed runs take the given durations (s); the warm-up is the one run whose
+    requests have max_tokens 4. The short run emits one token less than asked when `short` names its index."""
+
+    name = "paced"
+
+    def __init__(self, durations, short=None):
+        self.durations, self.short, self.timed = list(durations), short, 0
+
+    def load(self):
+        pass
+
+    def run(self, wl):
+        from tachyon.bench.backends.base import BackendRun, record
+
+        if all(r.max_tokens == 4 for r in wl.requests):  # warm-up: untimed
+            return BackendRun(records=[], duration_s=0.0)
+        dur = self.durations[self.timed]
+        lose = 1 if self.short == self.timed else 0
+        self.timed += 1
+        recs = [record(i, len(r.prompt_token_ids), r.max_tokens, r.max_tokens - lose, dur / 4, dur, dur)
+                for i, r in enumerate(wl.requests)]
+        return BackendRun(records=recs, duration_s=dur)
+
+    def info(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("durations, chosen", [([2.0, 1.0, 4.0], 0), ([1.0, 3.0, 2.0, 4.0], 1), ([5.0], 0)])
+def test_repeats_report_the_median_run_and_keep_every_run(monkeypatch, durations, chosen):
+    """The reported run is one real run, the median by throughput (the slower of the middle two for an even
+    count), and every run's throughput is listed."""
+    import tachyon.bench.offline as offline
+
+    backend = _PacedBackend(durations)
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: backend)
+    wl = load_workload("seed8").truncated(num_requests=2, max_tokens=10)
+    res = offline.run_offline(["paced"], BackendOptions(model=None), wl, repeats=len(durations), log=lambda m: None)
+    s = res.runs[0].summary
+    assert backend.timed == len(durations)
+    assert s.duration_s == pytest.approx(durations[chosen])
+    assert s.output_throughput == pytest.approx(20 / durations[chosen])
+    assert s.extra["exact_output_tokens"] is True
+    if len(durations) == 1:
+        assert "repeats" not in s.extra
+    else:
+        assert s.extra["repeat_chosen"] == chosen
+        assert [r["output_tok_s"] for r in s.extra["repeats"]] == pytest.approx([20 / d for d in durations])
+
+
+def test_repeats_exactness_covers_every_run(monkeypatch):
+    """A repeat that lost a token makes the result inexact even when the reported run is exact."""
+    import tachyon.bench.offline as offline
+
+    backend = _PacedBackend([1.0, 2.0, 3.0], short=0)  # the fastest run is short; the median (2.0 s) is exact
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: backend)
+    wl = load_workload("seed8").truncated(num_requests=2, max_tokens=10)
+    res = offline.run_offline(["paced"], BackendOptions(model=None), wl, repeats=3, log=lambda m: None)
+    assert res.runs[0].summary.extra["repeat_chosen"] == 1
+    assert res.runs[0].summary.extra["exact_output_tokens"] is False
+    assert any("expected" in w for w in res.warnings)
+
+
+def test_repeats_must_be_positive(monkeypatch):
+    import tachyon.bench.offline as offline
+
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
+        offline.run_backend("paced", BackendOptions(model=None), load_workload("bs1"), repeats=0)
+    with pytest.raises(SystemExit, match="--repeats must be at least 1, got -2"):
+        run_cli(["bench", "offline", "--backend", "tachyon", "--model", "x", "--repeats", "-2"])
+
+
+@pytest.mark.skipif(not tachyon_engine_available(), reason="tachyon.engine.llm not importable yet")
+def test_offline_repeats_on_the_engine(tiny_llama, tmp_path):
+    out = tmp_path / "rep.json"
+    rc = run_cli(["bench", "offline", "--backend", "tachyon", "--model", tiny_llama, "--workload", "bs1",
+                  "--clamp-vocab", "49152", "--max-tokens", "5", "--repeats", "3", "--output", str(out),
+                  "--engine-arg", "max_model_len=256", "--engine-arg", "num_kv_blocks=32"])
+    assert rc == 0
+    s = json.loads(out.read_text())["runs"][0]["summary"]
+    reps = s["extra"]["repeats"]
+    assert len(reps) == 3 and s["extra"]["exact_output_tokens"] is True
+    assert s["output_throughput"] == pytest.approx(sorted(r["output_tok_s"] for r in reps)[1])
+    assert s["output_throughput"] == pytest.approx(reps[s["extra"]["repeat_chosen"]]["output_tok_s"])

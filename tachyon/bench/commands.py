@@ -53,7 +53,9 @@ def offline(args) -> int:
                           seed=args.seed, hf_batch_size=args.hf_batch_size,
                           engine_args=parse_kv(args.engine_arg))
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
-    res = run_offline(backends, opts, wl, warmup=not args.no_warmup)
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be at least 1, got {args.repeats}")
+    res = run_offline(backends, opts, wl, warmup=not args.no_warmup, repeats=args.repeats)
     print(md_table(*speedup_table(res)))
     _finish(res, args)
     return 0 if not res.warnings else 2
