@@ -83,6 +83,10 @@ class ModelRunner:
         self._prev_rows: dict[int, int] = {}
         pin = device.type == "cuda"
         self._host_tokens = [torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, pin_memory=pin) for _ in range(2)]
+        # one completion event per host-token buffer, recorded again at each launch that takes the buffer (no
+        # per-step event objects). A launch reuses the set of the launch two before, whose PendingStep the
+        # engine has drained by then (it drains each step's tokens in the call that launches the next).
+        self._token_events = [torch.cuda.Event() for _ in range(2)] if pin else [None, None]
         self._flip = 0
         self.num_launched = 0  # overlapped decode steps (for tests and stats)
         self.num_prefills_launched = 0  # overlapped prefill steps
@@ -269,12 +273,10 @@ class ModelRunner:
         else:
             self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
-        host = self._host_tokens[self._flip]
+        host, event = self._host_tokens[self._flip], self._token_events[self._flip]
         self._flip ^= 1
         host[:bs].copy_(self.last_tokens[:bs], non_blocking=True)
-        event = None
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
+        if event is not None:
             event.record()
         return PendingStep(list(reqs), host[:bs], event)
 
