@@ -192,3 +192,14 @@ def test_offline_repeats_on_the_engine(tiny_llama, tmp_path):
     assert len(reps) == 3 and s["extra"]["exact_output_tokens"] is True
     assert s["output_throughput"] == pytest.approx(sorted(r["output_tok_s"] for r in reps)[1])
     assert s["output_throughput"] == pytest.approx(reps[s["extra"]["repeat_chosen"]]["output_tok_s"])
+
+
+def test_short_single_runs_get_a_repeat_hint(monkeypatch):
+    import tachyon.bench.offline as offline
+
+    wl = load_workload("seed8").truncated(num_requests=2, max_tokens=10)
+    for durations, repeats, hinted in (([0.2], 1, True), ([2.0], 1, False), ([0.2, 0.3, 0.25], 3, False)):
+        monkeypatch.setattr(offline, "get_backend", lambda name, opts, d=durations: _PacedBackend(d))
+        lines = []
+        offline.run_offline(["paced"], BackendOptions(model=None), wl, repeats=repeats, log=lines.append)
+        assert any("--repeats 5" in ln for ln in lines) == hinted, (durations, lines)

@@ -42,6 +42,11 @@ def _resolved_dtype(opts: BackendOptions) -> str:
     return "bfloat16" if cuda_available() and opts.device != "cpu" else "float32"
 
 
+# timed runs shorter than this get a hint to repeat them (a 0.17-s Qwen3-0.6B bs1 run lost 2% to one 2.3-ms step on
+# an H200: benchmarks/results/session14/bs1steps14_6c08e0f/)
+SHORT_RUN_S = 1.0
+
+
 def _exact(summary, records, workload: Workload) -> bool:
     return summary.output_tokens == workload.output_tokens and all(r.output_tokens == r.max_tokens for r in records)
 
@@ -104,6 +109,9 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
     summary.extra = extra
     log(f"[{name}] {summary.output_throughput:.1f} output tok/s, {summary.output_tokens} tokens "
         f"({'exact' if extra['exact_output_tokens'] else 'NOT EXACT'}) in {summary.duration_s:.2f}s")
+    if repeats == 1 and 0 < summary.duration_s < SHORT_RUN_S:
+        log(f"[{name}] note: a {summary.duration_s:.2f}-s run moves by a percent or more with one millisecond-scale "
+            f"stall of the host or driver; --repeats 5 reports the median of five")
     return Run(label=name, config={"backend": name, "dtype": dtype, **info}, summary=summary,
                requests=out.records)
 
