@@ -5,7 +5,9 @@ overlap scheduling a return waits for the previous step's tokens, so the gaps ar
 
 Each step's time is also split into the launch (`runner.launch`), the wait for the previous launched step's tokens
 (`PendingStep.tokens`: the GPU) and the rest (scheduling, token processing: the host), so a stall shows where it
-happened: in the wait, the GPU was late; elsewhere, the host.
+happened: in the wait, the GPU was late; elsewhere, the host. The longest step also gets the main thread's CPU time
+(`time.thread_time`: far below the step's wall time, the thread was off the CPU) and each run the Python garbage
+collections inside it (count and ms).
 
 Usage (GPU): python benchmarks/gpu/bs1_steps.py --model qwen3-0.6b --runs 8 --out out.json
 """
@@ -13,6 +15,7 @@ Usage (GPU): python benchmarks/gpu/bs1_steps.py --model qwen3-0.6b --runs 8 --ou
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -61,14 +64,29 @@ def one_run(engine, prompt: list[int], max_tokens: int, rid: str, timer: PhaseTi
     steady step's index and phases."""
     params = SamplingParams(max_tokens=max_tokens, ignore_eos=True, detokenize=False, temperature=0.0)
     timer.take()
+    collections = []
+    started = {}
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            started["t"] = time.perf_counter()
+        elif "t" in started:
+            collections.append((info["generation"], (time.perf_counter() - started.pop("t")) * 1e3))
+
+    gc.callbacks.append(on_gc)
     t0 = time.perf_counter()
     engine.add_request(rid, prompt, params)
     stamps = [t0]
+    cpu = [time.thread_time()]
     phases = []
-    while engine.has_unfinished():
-        engine.step(finished_only=True)
-        stamps.append(time.perf_counter())
-        phases.append(timer.take())
+    try:
+        while engine.has_unfinished():
+            engine.step(finished_only=True)
+            stamps.append(time.perf_counter())
+            cpu.append(time.thread_time())
+            phases.append(timer.take())
+    finally:
+        gc.callbacks.remove(on_gc)
     gaps = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]
     steady = gaps[2:]  # past the prefill and the first launched decode step
     med = statistics.median(steady)
@@ -79,8 +97,10 @@ def one_run(engine, prompt: list[int], max_tokens: int, rid: str, timer: PhaseTi
             "gaps_over_1.5x_median": sum(g > 1.5 * med for g in steady),
             "sum_excess_over_median_ms": sum(max(0.0, g - med) for g in steady),
             "median_wait_ms": statistics.median(w for _, w in phases[2:]),
+            "gc_collections": [{"generation": g, "ms": ms} for g, ms in collections],
             "worst_step": {"index": worst, "gap_ms": gaps[worst], "launch_ms": launch_ms, "wait_ms": wait_ms,
-                           "host_rest_ms": gaps[worst] - launch_ms - wait_ms}}
+                           "host_rest_ms": gaps[worst] - launch_ms - wait_ms,
+                           "thread_cpu_ms": (cpu[worst + 1] - cpu[worst]) * 1e3}}
 
 
 def main() -> None:
@@ -125,7 +145,8 @@ def main() -> None:
               f"{r['mean_gap_ms']:.4f}, max {r['max_gap_ms']:.3f}, {r['gaps_over_1.5x_median']} over 1.5x median "
               f"(excess {r['sum_excess_over_median_ms']:.2f} ms); worst step {w['index']}: launch "
               f"{w['launch_ms']:.3f}, wait {w['wait_ms']:.3f} (median {r['median_wait_ms']:.3f}), host rest "
-              f"{w['host_rest_ms']:.3f} ms")
+              f"{w['host_rest_ms']:.3f}, thread CPU {w['thread_cpu_ms']:.3f} ms; {len(r['gc_collections'])} GC "
+              f"collections ({sum(c['ms'] for c in r['gc_collections']):.2f} ms)")
     with open(a.out, "w") as fh:
         json.dump({"model": a.model, "workload": a.workload, "runs": runs}, fh, indent=1)
 
