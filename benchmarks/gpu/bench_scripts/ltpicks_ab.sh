@@ -25,4 +25,4 @@ for round in 1 2; do
     pack
   done
 done
-grep -c "cublaslt" tachyon/kernels/__init__.py  # 0: the patch is reversed
+[ -f tachyon/kernels/blas.py ] && echo "the patch is still applied" || echo "the patch is reversed"
