@@ -176,6 +176,11 @@ def test_repeats_must_be_positive(monkeypatch):
 
     with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):
         offline.run_backend("paced", BackendOptions(model=None), load_workload("bs1"), repeats=0)
+    loaded = []
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: loaded.append(name))
+    with pytest.raises(ValueError, match="repeats must be at least 1, got 0"):  # not one warning per backend
+        offline.run_offline(["paced", "paced"], BackendOptions(model=None), load_workload("bs1"), repeats=0)
+    assert loaded == []
     with pytest.raises(SystemExit, match="--repeats must be at least 1, got -2"):
         run_cli(["bench", "offline", "--backend", "tachyon", "--model", "x", "--repeats", "-2"])
 

@@ -118,6 +118,8 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
 
 def run_offline(backends: list[str], opts: BackendOptions, workload: Workload, warmup: bool = True,
                 log: Callable[[str], None] = print, repeats: int = 1) -> BenchResult:
+    if repeats < 1:  # before any backend loads: with several, a per-backend error would only become a warning
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     res = BenchResult(kind="offline", env=capture_env(), model=opts.model, dtype=_resolved_dtype(opts),
                       engine_args=dict(opts.engine_args, dummy=opts.dummy, device=opts.device,
                                        hf_batch_size=opts.hf_batch_size),
