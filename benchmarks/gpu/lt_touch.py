@@ -1,19 +1,18 @@
 """Probe for stop 19's open question: does using cuBLASLt once, outside any CUDA graph and before the engine is
 built, slow the engine's batch-1 decode (Qwen3-0.6B bs1 lost 2% with the since-reverted cuBLASLt picks, though no
 batch-1 GEMM took cuBLASLt)? With LT_TOUCH=1 one bf16 GEMM goes through cuBLASLt and the library choice is set
-back to cuBLAS; then the bench CLI runs with the remaining arguments, in the same process.
+back to cuBLAS; then the `tachyon` CLI runs with the remaining arguments, in the same process.
 
-Usage (GPU): LT_TOUCH=1 python benchmarks/gpu/lt_touch.py bench offline --backend tachyon --model qwen3-0.6b --dummy
-             --workload bs1 --output out.json
+Usage (GPU): LT_TOUCH=1 python benchmarks/gpu/lt_touch.py bench offline --backend tachyon --model qwen3-0.6b
+             --dummy --workload bs1 --output out.json
 """
 
-import argparse
 import os
 import sys
 
 import torch
 
-from tachyon.bench import cli
+from tachyon.cli import main
 
 
 def touch_cublaslt() -> None:
@@ -29,7 +28,4 @@ def touch_cublaslt() -> None:
 if __name__ == "__main__":
     if os.environ.get("LT_TOUCH") == "1":
         touch_cublaslt()
-    p = argparse.ArgumentParser()
-    cli.register(p.add_subparsers(dest="c", required=True))
-    a = p.parse_args(sys.argv[1:])
-    sys.exit(a.func(a))
+    sys.exit(main(sys.argv[1:]))
