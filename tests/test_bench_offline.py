@@ -208,3 +208,33 @@ def test_short_single_runs_get_a_repeat_hint(monkeypatch):
         lines = []
         offline.run_offline(["paced"], BackendOptions(model=None), wl, repeats=repeats, log=lines.append)
         assert any("--repeats 5" in ln for ln in lines) == hinted, (durations, lines)
+
+
+@pytest.mark.skipif(not tachyon_engine_available(), reason="tachyon.engine.llm not importable yet")
+def test_tachyon_backend_freezes_the_heap_for_its_runs(tiny_llama):
+    """The loaded engine's objects sit in the collector's permanent generation during the timed runs (no collection
+    rescans them), and closing the backend gives them back, so a dropped engine's reference cycles are collected."""
+    import gc
+    import weakref
+
+    from tachyon.bench.backends import get_backend
+
+    assert gc.get_freeze_count() == 0
+    backend = get_backend("tachyon", BackendOptions(model=tiny_llama,
+                                                    engine_args={"max_model_len": 256, "num_kv_blocks": 32}))
+    backend.load()
+    try:
+        engine = backend.llm.engine
+        assert gc.get_freeze_count() > 1000
+        assert not any(o is engine for o in gc.get_objects())  # frozen: in no generation the collector scans
+        cycle = [engine]
+        cycle.append(cycle)  # made after the freeze: scanned as usual
+        assert any(o is cycle for o in gc.get_objects())
+    finally:
+        backend.close()
+    assert gc.get_freeze_count() == 0
+    ref = weakref.ref(engine)
+    engine.self_ref = engine  # a cycle through the engine, dropped below: only the collector can free it
+    del engine, cycle
+    gc.collect()
+    assert ref() is None

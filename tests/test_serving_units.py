@@ -202,3 +202,33 @@ def test_cli_flags(tmp_path):
     assert cfg.models[0].names == ["x", "y"] and cfg.models[0].engine_args["max_num_seqs"] == 8
     assert cfg.models[0].engine_args["quantization"] == "fp8"
     assert cfg.models[0].engine_args["model"] == "/m" and cfg.rate_limit == "60/minute"
+
+
+def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
+    """`tachyon serve` loads every model, then freezes the heap, then serves: the engines' objects are out of the
+    collector's scans while requests run."""
+    import gc
+
+    from tachyon.serving import cli, registry, server
+
+    engines: list[HangingEngine] = []
+    seen: dict = {}
+
+    def fake_build(entry, created):
+        engines.append(HangingEngine())
+        return _model(engines[-1])
+
+    def fake_serve(state):
+        seen["frozen"] = gc.get_freeze_count()
+        seen["engine_scanned"] = any(o is engines[0] for o in gc.get_objects())
+        return 0
+
+    monkeypatch.setattr(registry, "build_served_model", fake_build)
+    monkeypatch.setattr(server, "serve", fake_serve)
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    try:
+        assert cli.run(parser.parse_args(["serve", "/m"])) == 0
+    finally:
+        gc.unfreeze()
+    assert seen["frozen"] > 0 and not seen["engine_scanned"]

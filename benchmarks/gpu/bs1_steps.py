@@ -24,6 +24,7 @@ from tachyon import SamplingParams
 from tachyon.bench.backends import BackendOptions, get_backend
 from tachyon.bench.gpu import GpuMeter
 from tachyon.bench.workloads import load_workload
+from tachyon.engine.heap import unfreeze_heap
 
 
 class PhaseTimer:
@@ -111,12 +112,17 @@ def main() -> None:
     ap.add_argument("--meter", action="store_true",
                     help="runs cycle through three kinds: plain, inside the bench's GpuMeter (NVML energy read "
                          "before and after), and the bench's own timed path (GpuMeter + backend.run: LLM.generate)")
+    ap.add_argument("--no-freeze", action="store_true",
+                    help="unfreeze the heap after the load (the bench's backend freezes it: engine.heap), as before "
+                         "stop 21")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     wl = load_workload(a.workload)
     req = wl.requests[0]
     backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
     backend.load()
+    if a.no_freeze:
+        unfreeze_heap()
     backend.run(wl.truncated(num_requests=1, max_tokens=4))  # the bench's warm-up
     engine = backend.llm.engine
     timer = PhaseTimer(engine)
@@ -148,7 +154,8 @@ def main() -> None:
               f"{w['host_rest_ms']:.3f}, thread CPU {w['thread_cpu_ms']:.3f} ms; {len(r['gc_collections'])} GC "
               f"collections ({sum(c['ms'] for c in r['gc_collections']):.2f} ms)")
     with open(a.out, "w") as fh:
-        json.dump({"model": a.model, "workload": a.workload, "runs": runs}, fh, indent=1)
+        json.dump({"model": a.model, "workload": a.workload, "frozen_heap": not a.no_freeze, "runs": runs}, fh,
+                  indent=1)
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tachyon.engine.heap import freeze_heap
     from tachyon.serving.registry import ModelRegistry, build_served_model
     from tachyon.serving.reqlog import configure_logging
     from tachyon.serving.server import serve
@@ -145,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     for entry in config.models:
         log.info("loading model", extra={"model": entry.name})
         models.append(build_served_model(entry, created))
+    frozen = freeze_heap()  # later collections skip the start-up heap (engine.heap)
+    log.info("start-up heap frozen", extra={"objects": frozen})
     return serve(ServerState.build(config, ModelRegistry(models)))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from tachyon.bench.backends.base import Backend, BackendRun, check_prompt, record
 from tachyon.bench.gpu import sync
 from tachyon.bench.workloads import Workload
+from tachyon.engine.heap import freeze_heap, unfreeze_heap
 
 
 def sampling_params(workload: Workload, max_tokens: int, seed: int | None = None):
@@ -35,6 +36,7 @@ class TachyonBackend(Backend):
         if self.opts.dummy:
             args["load_format"] = "dummy"
         self.llm = LLM(model=self.opts.model_path(), dtype=self.opts.dtype, device=self.opts.device, **args)
+        freeze_heap()  # the timed runs' collections then scan only what they make (engine.heap)
 
     def run(self, workload: Workload) -> BackendRun:
         reqs = workload.requests
@@ -66,6 +68,7 @@ class TachyonBackend(Backend):
         if eng is not None and hasattr(eng, "shutdown"):
             eng.shutdown()
         self.llm = None
+        unfreeze_heap()
         gc.collect()
         try:
             import torch
