@@ -1,11 +1,12 @@
 """Do Python's garbage collections pause a serving `tachyon serve`, and would freezing the start-up heap help?
 
 Starts `tachyon serve` (tiny random model on CPU, the serving tests' engine arguments) twice: as is, and with
-`gc.freeze()` after a full collection just before it starts listening. Each child logs every collection's generation
-and duration; the parent streams N completions at concurrency 16 and prints the collections after start-up by
-generation (count, total ms, longest ms), and the time of the full collection each child makes of its start-up heap
-just before listening (the freezing child then freezes it). Full collections scan every tracked object, so what
-matters is how often one comes.
+`gc.freeze()` after a full collection just before it starts listening. Since stop 21 the server freezes its heap
+itself (engine.heap); the probe undoes that first, and only its freezing child freezes again. Each child logs every
+collection's generation and duration; the parent streams N completions at concurrency 16 and prints the collections
+after start-up by generation (count, total ms, longest ms), and the time of the full collection each child makes of
+its start-up heap just before listening. Full collections scan every tracked object, so what matters is how often
+one comes.
 
 Usage (repo root): python benchmarks/gc_serving_probe.py [N]
 """
@@ -49,6 +50,7 @@ def child(argv: list[str]) -> int:
     serve = server.serve  # run() imports it from tachyon.serving.server when it is called
 
     def serve_logged(server_state):
+        gc.unfreeze()  # `tachyon serve` froze its heap before this (engine.heap): the probe decides
         t = time.perf_counter()
         gc.collect()
         state["full_ms"] = (time.perf_counter() - t) * 1e3
