@@ -20,6 +20,5 @@ pack
 timeout 100 python3 benchmarks/gpu/engine_smoke.py --shapes qwen3-0.6b --parity --out $R/smoke 2>&1 | f | tail -4
 kill $SMI
 pack
-OUT_KEEP=$OUT
 timeout 260 bash benchmarks/gpu/bench_scripts/serve_smoke.sh 2>&1 | tail -14
 pack
