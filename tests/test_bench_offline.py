@@ -106,13 +106,13 @@ def test_tachyon_backend_bs1_like_weight_bandwidth(tiny_llama):
 
 
 class _PacedBackend:
-    """A backend whose successive timed runs take the given durations (s); the warm-up is the one run whose
-    requests have max_tokens 4. The short run emits one token less than asked when `short` names its index."""
+    """A backend whose successive timed runs take the given durations (s), after one untimed warm-up run (its
+    workload kept in `warmed`). The short run emits one token less than asked when `short` names its index."""
 
     name = "paced"
 
     def __init__(self, durations, short=None):
-        self.durations, self.short, self.timed = list(durations), short, 0
+        self.durations, self.short, self.timed, self.warmed = list(durations), short, 0, None
 
     def load(self):
         pass
@@ -120,7 +120,8 @@ class _PacedBackend:
     def run(self, wl):
         from tachyon.bench.backends.base import BackendRun, record
 
-        if all(r.max_tokens == 4 for r in wl.requests):  # warm-up: untimed
+        if self.warmed is None:  # warm-up: untimed
+            self.warmed = wl
             return BackendRun(records=[], duration_s=0.0)
         dur = self.durations[self.timed]
         lose = 1 if self.short == self.timed else 0
@@ -156,6 +157,19 @@ def test_repeats_report_the_median_run_and_keep_every_run(monkeypatch, durations
     else:
         assert s.extra["repeat_chosen"] == chosen
         assert [r["output_tok_s"] for r in s.extra["repeats"]] == pytest.approx([20 / d for d in durations])
+
+
+def test_warmup_runs_the_first_requests_at_full_length(monkeypatch):
+    """The warm-up reaches every output length the first four requests will reach when timed (not 4 tokens)."""
+    import tachyon.bench.offline as offline
+
+    backend = _PacedBackend([1.0])
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: backend)
+    wl = load_workload("nano256")
+    offline.run_offline(["paced"], BackendOptions(model=None), wl.truncated(num_requests=6), log=lambda m: None)
+    assert [r.max_tokens for r in backend.warmed.requests] == [r.max_tokens for r in wl.requests[:4]]
+    assert [r.prompt_token_ids for r in backend.warmed.requests] == [r.prompt_token_ids for r in wl.requests[:4]]
+    assert max(r.max_tokens for r in backend.warmed.requests) > 4
 
 
 def test_repeats_exactness_covers_every_run(monkeypatch):

@@ -23,6 +23,7 @@ import time
 from tachyon import SamplingParams
 from tachyon.bench.backends import BackendOptions, get_backend
 from tachyon.bench.gpu import GpuMeter
+from tachyon.bench.offline import warmup_workload
 from tachyon.bench.workloads import load_workload
 from tachyon.engine.heap import unfreeze_heap
 
@@ -123,7 +124,7 @@ def main() -> None:
     backend.load()
     if a.no_freeze:
         unfreeze_heap()
-    backend.run(wl.truncated(num_requests=1, max_tokens=4))  # the bench's warm-up
+    backend.run(warmup_workload(wl))  # the bench's warm-up
     engine = backend.llm.engine
     timer = PhaseTimer(engine)
     runs = []
