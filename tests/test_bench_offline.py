@@ -170,6 +170,16 @@ def test_warmup_runs_the_first_requests_at_full_length(monkeypatch):
     assert [r.max_tokens for r in backend.warmed.requests] == [r.max_tokens for r in wl.requests[:4]]
     assert [r.prompt_token_ids for r in backend.warmed.requests] == [r.prompt_token_ids for r in wl.requests[:4]]
     assert max(r.max_tokens for r in backend.warmed.requests) > 4
+    capped = _PacedBackend([1.0])
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: capped)
+    res = offline.run_offline(["paced"], BackendOptions(model=None), wl.truncated(num_requests=6),
+                              warmup_max_tokens=7, log=lambda m: None)
+    assert [r.max_tokens for r in capped.warmed.requests] == [min(7, r.max_tokens) for r in wl.requests[:4]]
+    assert res.runs[0].summary.extra["warmup_max_tokens"] == 7
+    with pytest.raises(ValueError, match="warmup_max_tokens must be at least 1"):
+        offline.run_offline(["paced"], BackendOptions(model=None), wl, warmup_max_tokens=0)
+    with pytest.raises(SystemExit, match="--warmup-max-tokens must be at least 1, got 0"):
+        run_cli(["bench", "offline", "--backend", "tachyon", "--model", "x", "--warmup-max-tokens", "0"])
 
 
 def test_repeats_exactness_covers_every_run(monkeypatch):

@@ -55,7 +55,10 @@ def offline(args) -> int:
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if args.repeats < 1:
         raise SystemExit(f"--repeats must be at least 1, got {args.repeats}")
-    res = run_offline(backends, opts, wl, warmup=not args.no_warmup, repeats=args.repeats)
+    if args.warmup_max_tokens is not None and args.warmup_max_tokens < 1:
+        raise SystemExit(f"--warmup-max-tokens must be at least 1, got {args.warmup_max_tokens}")
+    res = run_offline(backends, opts, wl, warmup=not args.no_warmup, repeats=args.repeats,
+                      warmup_max_tokens=args.warmup_max_tokens)
     print(md_table(*speedup_table(res)))
     _finish(res, args)
     return 0 if not res.warnings else 2

@@ -59,18 +59,24 @@ def _repeat_row(summary, energy_j: float | None) -> dict:
             "ttft_mean_ms": ms(summary.ttft.mean), "tpot_mean_ms": ms(summary.tpot.mean), "energy_j": energy_j}
 
 
-def warmup_workload(workload: Workload) -> Workload:
-    """The untimed warm-up: the workload's first (up to) four requests at their full output lengths, so that every
-    length the timed run reaches has been through the backend once. (With 4-token warm-ups, plain `transformers`
-    ran its first full-length 7B bs1 run at TPOT 51 ms and the next ones at 16.6-17.4 ms on an H200:
-    benchmarks/results/session15/accept_repeats_69f00b5/.)"""
-    return workload.truncated(num_requests=min(len(workload.requests), 4))
+def warmup_workload(workload: Workload, max_tokens: int | None = None) -> Workload:
+    """The untimed warm-up: the workload's first (up to) four requests at their full output lengths (or capped at
+    `max_tokens`), so that every length the timed run reaches has been through the backend once. (After 4-token
+    warm-ups, plain `transformers` ran its first full-length 7B bs1 run at TPOT 51-60 ms and the next ones at
+    16.6-19.9 ms on an H200, with the host's CPU time per token following: benchmarks/results/session15/.)"""
+    return workload.truncated(num_requests=min(len(workload.requests), 4), max_tokens=max_tokens)
+
+
+def _check_counts(repeats: int, warmup_max_tokens: int | None) -> None:
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    if warmup_max_tokens is not None and warmup_max_tokens < 1:
+        raise ValueError(f"warmup_max_tokens must be at least 1 (or None: full length), got {warmup_max_tokens}")
 
 
 def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: bool = True,
-                log: Callable[[str], None] = print, repeats: int = 1) -> Run:
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+                log: Callable[[str], None] = print, repeats: int = 1, warmup_max_tokens: int | None = None) -> Run:
+    _check_counts(repeats, warmup_max_tokens)
     backend = get_backend(name, opts)
     t0 = time.perf_counter()
     backend.load()
@@ -80,7 +86,7 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
         warm_s = 0.0
         if warmup:
             t1 = time.perf_counter()
-            backend.run(warmup_workload(workload))
+            backend.run(warmup_workload(workload, warmup_max_tokens))
             warm_s = time.perf_counter() - t1
         log(f"[{name}] loaded in {load_s:.1f}s, warm-up {warm_s:.1f}s; running {len(workload.requests)} "
             f"requests ({workload.input_tokens} in / {workload.output_tokens} out tokens)"
@@ -102,7 +108,8 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
     extra: dict = {
         "expected_output_tokens": workload.output_tokens,
         "exact_output_tokens": all(_exact(sm, o.records, workload) for sm, (o, _, _) in zip(summaries, timed)),
-        "load_s": load_s, "warmup_s": warm_s, "peak_gpu_mem_gb": max(peaks) if peaks else None,
+        "load_s": load_s, "warmup_s": warm_s, "warmup_max_tokens": warmup_max_tokens if warmup else 0,
+        "peak_gpu_mem_gb": max(peaks) if peaks else None,
         "energy_j": energy_j,
         "tokens_per_joule": (summary.output_tokens / energy_j) if energy_j else None,
     }
@@ -126,9 +133,10 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
 
 
 def run_offline(backends: list[str], opts: BackendOptions, workload: Workload, warmup: bool = True,
-                log: Callable[[str], None] = print, repeats: int = 1) -> BenchResult:
-    if repeats < 1:  # before any backend loads: with several, a per-backend error would only become a warning
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+                log: Callable[[str], None] = print, repeats: int = 1,
+                warmup_max_tokens: int | None = None) -> BenchResult:
+    _check_counts(repeats, warmup_max_tokens)  # before any backend loads: with several, a per-backend error
+    # would only become a warning
     res = BenchResult(kind="offline", env=capture_env(), model=opts.model, dtype=_resolved_dtype(opts),
                       engine_args=dict(opts.engine_args, dummy=opts.dummy, device=opts.device,
                                        hf_batch_size=opts.hf_batch_size),
@@ -136,7 +144,7 @@ def run_offline(backends: list[str], opts: BackendOptions, workload: Workload, w
                       quantization=opts.engine_args.get("quantization"))
     for name in backends:
         try:
-            run = run_backend(name, opts, workload, warmup, log, repeats)
+            run = run_backend(name, opts, workload, warmup, log, repeats, warmup_max_tokens)
         except Exception as e:  # one broken backend must not lose the others' numbers
             if len(backends) == 1:
                 raise
