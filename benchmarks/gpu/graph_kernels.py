@@ -1,0 +1,86 @@
+"""Which kernels of the engine's own batch-1 decode graph are slower in a process in Qwen3-0.6B bs1's slow mode
+(~2% lower tok/s in every run of the process, ~12-14 us per step: benchmarks/results/session15/). step_trace.py
+re-captures its graph and so cannot see a state of the graph captured at start-up; this probe replays that graph.
+
+Loads the engine as `tachyon bench offline` does, times the bs1 workload (the process's mode), then replays the
+engine's captured batch-1 graph (its inputs as the last run's last step left them) under torch.profiler: per kernel
+name, what it adds to a step (step_trace.contributions) and its mean duration. Also records where the graph's
+static buffers, the KV cache, the decode graph's outputs and the first layer's weights sit (device addresses, to
+compare placements between modes).
+
+Usage (GPU): python benchmarks/gpu/graph_kernels.py --model qwen3-0.6b --out out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.profile_step import device_events  # noqa: E402
+from benchmarks.gpu.step_trace import contributions  # noqa: E402
+from tachyon.bench.backends import BackendOptions, get_backend  # noqa: E402
+from tachyon.bench.metrics import summarize  # noqa: E402
+from tachyon.bench.offline import warmup_workload  # noqa: E402
+from tachyon.bench.workloads import load_workload  # noqa: E402
+
+
+def addresses(runner) -> dict[str, int]:
+    g = runner.graphs
+    out = {name: t.data_ptr() for name, t in vars(g).items() if isinstance(t, torch.Tensor)}
+    out |= {f"out1_{i}": t.data_ptr() for i, t in enumerate(g.outputs[1]) if isinstance(t, torch.Tensor)}
+    out["kv_layer0"] = runner.kv_caches[0].data_ptr()
+    out["last_tokens"] = runner.last_tokens.data_ptr()
+    for name, p in runner.model.layers[0].named_parameters():
+        out[f"layer0.{name}"] = p.data_ptr()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="qwen3-0.6b")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--replays", type=int, default=30)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    wl = load_workload("bs1")
+    backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
+    backend.load()
+    backend.run(warmup_workload(wl))
+    speeds = []
+    for _ in range(a.runs):
+        out = backend.run(wl)
+        speeds.append(summarize(out.records, duration_s=out.duration_s).output_throughput)
+    runner = backend.llm.engine.runner
+    graph = runner.graphs.graphs[1]
+    for _ in range(5):
+        graph.replay()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(a.replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    ev = device_events(prof)
+    per = contributions(ev, a.replays)
+    dur: dict[str, list[float]] = defaultdict(list)
+    for name, s, e in ev:
+        dur[name[:60]].append(e - s)
+    mean_us = {k: sum(v) / len(v) for k, v in dur.items()}
+    calls = {k: len(v) / a.replays for k, v in dur.items()}
+    step_us = (ev[-1][2] - ev[0][1]) / a.replays
+    res = {"model": a.model, "tok_s": speeds, "replay_step_us": step_us, "contribution_us": per,
+           "mean_kernel_us": mean_us, "calls_per_step": calls, "addresses": addresses(runner)}
+    backend.close()
+    top = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(per.items())[:7])
+    print(f"tok/s {', '.join(f'{s:.1f}' for s in speeds)}; replayed step {step_us:.1f} us; {top}", flush=True)
+    Path(a.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
