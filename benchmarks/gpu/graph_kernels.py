@@ -2,7 +2,8 @@
 (~2% lower tok/s in every run of the process, ~12-14 us per step: benchmarks/results/session15/). step_trace.py
 re-captures its graph and so cannot see a state of the graph captured at start-up; this probe replays that graph.
 
-Loads the engine as `tachyon bench offline` does, times the bs1 workload (the process's mode), then replays the
+Loads the engine as `tachyon bench offline` does, times the bs1 workload (the process's mode), runs it once more
+under torch.profiler (CUDA activity only) to see the device between graphs (idle gaps, copies), then replays the
 engine's captured batch-1 graph (its inputs as the last run's last step left them) under torch.profiler: per kernel
 name, what it adds to a step (step_trace.contributions) and its mean duration. Also records where the graph's
 static buffers, the KV cache, the decode graph's outputs and the first layer's weights sit (device addresses, to
@@ -42,6 +43,28 @@ def addresses(runner) -> dict[str, int]:
     return out
 
 
+def step_boundaries(ev: list[tuple[str, float, float]], steps: int) -> dict:
+    """What the device does between the engine's graphs in one run: per step, the idle time between device
+    operations (us), and each copy or memset's count per step and mean duration (us)."""
+    idle = 0.0
+    gaps = []
+    end = ev[0][2]
+    for _, s, e in ev[1:]:
+        if s > end:
+            idle += s - end
+            gaps.append(s - end)
+        end = max(end, e)
+    other: dict[str, list[float]] = defaultdict(list)
+    for name, s, e in ev:
+        if "emcpy" in name or "emset" in name:
+            other[name[:50]].append(e - s)
+    gaps.sort()
+    return {"idle_us_per_step": idle / steps, "gaps_over_2us": sum(g > 2 for g in gaps),
+            "gap_percentiles_us": {q: gaps[int(q / 100 * (len(gaps) - 1))] for q in (50, 90, 99)} if gaps else {},
+            "copies": {k: {"per_step": len(v) / steps, "mean_us": sum(v) / len(v)} for k, v in other.items()},
+            "span_us_per_step": (ev[-1][2] - ev[0][1]) / steps}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-0.6b")
@@ -57,6 +80,9 @@ def main() -> None:
     for _ in range(a.runs):
         out = backend.run(wl)
         speeds.append(summarize(out.records, duration_s=out.duration_s).output_throughput)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        backend.run(wl)
+    boundary = step_boundaries(device_events(prof), wl.requests[0].max_tokens)
     runner = backend.llm.engine.runner
     graph = runner.graphs.graphs[1]
     for _ in range(5):
@@ -74,11 +100,16 @@ def main() -> None:
     mean_us = {k: sum(v) / len(v) for k, v in dur.items()}
     calls = {k: len(v) / a.replays for k, v in dur.items()}
     step_us = (ev[-1][2] - ev[0][1]) / a.replays
-    res = {"model": a.model, "tok_s": speeds, "replay_step_us": step_us, "contribution_us": per,
+    res = {"model": a.model, "tok_s": speeds, "replay_step_us": step_us, "engine_run": boundary,
+           "contribution_us": per,
            "mean_kernel_us": mean_us, "calls_per_step": calls, "addresses": addresses(runner)}
     backend.close()
     top = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(per.items())[:7])
     print(f"tok/s {', '.join(f'{s:.1f}' for s in speeds)}; replayed step {step_us:.1f} us; {top}", flush=True)
+    copies = "; ".join(f"{k[:30]} x{v['per_step']:.2f} {v['mean_us']:.2f} us" for k, v in boundary["copies"].items())
+    print(f"engine run under the profiler: span {boundary['span_us_per_step']:.1f} us/step, device idle "
+          f"{boundary['idle_us_per_step']:.2f} us/step, gaps p50/p90/p99 {boundary['gap_percentiles_us']}; "
+          f"{copies}", flush=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
 
 
