@@ -44,8 +44,8 @@ def addresses(runner) -> dict[str, int]:
 
 
 def step_boundaries(ev: list[tuple[str, float, float]], steps: int) -> dict:
-    """What the device does between the engine's graphs in one run: per step, the idle time between device
-    operations (us), and each copy or memset's count per step and mean duration (us)."""
+    """What the device does in one engine run, per step: the idle time between device operations (us), each copy or
+    memset's count and mean duration (us), and each kernel's summed duration (us)."""
     idle = 0.0
     gaps = []
     end = ev[0][2]
@@ -55,14 +55,17 @@ def step_boundaries(ev: list[tuple[str, float, float]], steps: int) -> dict:
             gaps.append(s - end)
         end = max(end, e)
     other: dict[str, list[float]] = defaultdict(list)
+    kernels: dict[str, list[float]] = defaultdict(list)
     for name, s, e in ev:
-        if "emcpy" in name or "emset" in name:
-            other[name[:50]].append(e - s)
+        (other if "emcpy" in name or "emset" in name else kernels)[name[:50]].append(e - s)
     gaps.sort()
     return {"idle_us_per_step": idle / steps, "gaps_over_2us": sum(g > 2 for g in gaps),
             "gap_percentiles_us": {q: gaps[int(q / 100 * (len(gaps) - 1))] for q in (50, 90, 99)} if gaps else {},
             "copies": {k: {"per_step": len(v) / steps, "mean_us": sum(v) / len(v)} for k, v in other.items()},
-            "span_us_per_step": (ev[-1][2] - ev[0][1]) / steps}
+            "span_us_per_step": (ev[-1][2] - ev[0][1]) / steps,
+            "kernel_us_per_step": dict(sorted(((k, sum(v) / steps) for k, v in kernels.items()),
+                                              key=lambda kv: -kv[1])),
+            "kernel_calls_per_step": {k: len(v) / steps for k, v in kernels.items()}}
 
 
 def main() -> None:
@@ -110,6 +113,8 @@ def main() -> None:
     print(f"engine run under the profiler: span {boundary['span_us_per_step']:.1f} us/step, device idle "
           f"{boundary['idle_us_per_step']:.2f} us/step, gaps p50/p90/p99 {boundary['gap_percentiles_us']}; "
           f"{copies}", flush=True)
+    busy = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(boundary["kernel_us_per_step"].items())[:8])
+    print(f"engine run kernel time per step (us, summed durations): {busy}", flush=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
 
 
