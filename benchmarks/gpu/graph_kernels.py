@@ -2,12 +2,12 @@
 (~2% lower tok/s in every run of the process, ~12-14 us per step: benchmarks/results/session15/). step_trace.py
 re-captures its graph and so cannot see a state of the graph captured at start-up; this probe replays that graph.
 
-Loads the engine as `tachyon bench offline` does, times the bs1 workload (the process's mode), runs it once more
-under torch.profiler (CUDA activity only) to see the device between graphs (idle gaps, copies), then replays the
-engine's captured batch-1 graph (its inputs as the last run's last step left them) under torch.profiler: per kernel
-name, what it adds to a step (step_trace.contributions) and its mean duration. Also records where the graph's
-static buffers, the KV cache, the decode graph's outputs and the first layer's weights sit (device addresses, to
-compare placements between modes).
+Loads the engine as `tachyon bench offline` does, times the bs1 workload (the process's mode; SM and memory clocks
+sampled meanwhile), runs it once more under torch.profiler (CUDA activity only) to see the device in the engine's
+steps (idle gaps, copies, each kernel's time), then replays the engine's captured batch-1 graph (its inputs as the
+last run's last step left them) under torch.profiler: per kernel name, what it adds to a step
+(step_trace.contributions) and its mean duration. Also records where the graph's static buffers, the KV cache, the
+decode graph's outputs and the first layer's weights sit (device addresses, to compare placements between modes).
 
 Usage (GPU): python benchmarks/gpu/graph_kernels.py --model qwen3-0.6b --out out.json
 """
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.hf_warm_probe import ClockSampler  # noqa: E402
 from benchmarks.gpu.profile_step import device_events  # noqa: E402
 from benchmarks.gpu.step_trace import contributions  # noqa: E402
 from tachyon.bench.backends import BackendOptions, get_backend  # noqa: E402
@@ -80,9 +81,13 @@ def main() -> None:
     backend.load()
     backend.run(warmup_workload(wl))
     speeds = []
-    for _ in range(a.runs):
-        out = backend.run(wl)
-        speeds.append(summarize(out.records, duration_s=out.duration_s).output_throughput)
+    with ClockSampler(0.02) as clocks:
+        for _ in range(a.runs):
+            out = backend.run(wl)
+            speeds.append(summarize(out.records, duration_s=out.duration_s).output_throughput)
+    sm, mem = sorted(clocks.samples), sorted(clocks.mem_samples)
+    clock = {"sm_mhz_min_median_max": [sm[0], sm[len(sm) // 2], sm[-1]] if sm else None,
+             "mem_mhz_min_median_max": [mem[0], mem[len(mem) // 2], mem[-1]] if mem else None, "samples": len(sm)}
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         backend.run(wl)
     boundary = step_boundaries(device_events(prof), wl.requests[0].max_tokens)
@@ -103,12 +108,14 @@ def main() -> None:
     mean_us = {k: sum(v) / len(v) for k, v in dur.items()}
     calls = {k: len(v) / a.replays for k, v in dur.items()}
     step_us = (ev[-1][2] - ev[0][1]) / a.replays
-    res = {"model": a.model, "tok_s": speeds, "replay_step_us": step_us, "engine_run": boundary,
+    res = {"model": a.model, "tok_s": speeds, "clocks_during_runs": clock, "replay_step_us": step_us,
+           "engine_run": boundary,
            "contribution_us": per,
            "mean_kernel_us": mean_us, "calls_per_step": calls, "addresses": addresses(runner)}
     backend.close()
     top = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(per.items())[:7])
     print(f"tok/s {', '.join(f'{s:.1f}' for s in speeds)}; replayed step {step_us:.1f} us; {top}", flush=True)
+    print(f"engine runs' clocks (NVML every 20 ms): {clock}", flush=True)
     copies = "; ".join(f"{k[:30]} x{v['per_step']:.2f} {v['mean_us']:.2f} us" for k, v in boundary["copies"].items())
     print(f"engine run under the profiler: span {boundary['span_us_per_step']:.1f} us/step, device idle "
           f"{boundary['idle_us_per_step']:.2f} us/step, gaps p50/p90/p99 {boundary['gap_percentiles_us']}; "

@@ -23,10 +23,12 @@ from tachyon.bench.workloads import load_workload
 
 
 class ClockSampler:
-    """SM clock (MHz) sampled every 50 ms on a thread (NVML), between start() and stop()."""
+    """SM and memory clocks (MHz) sampled every `period_s` on a thread (NVML), inside the `with` block."""
 
-    def __init__(self) -> None:
+    def __init__(self, period_s: float = 0.05) -> None:
+        self.period_s = period_s
         self.samples: list[int] = []
+        self.mem_samples: list[int] = []
         try:
             import pynvml
 
@@ -37,8 +39,9 @@ class ClockSampler:
         self._stop = threading.Event()
 
     def _loop(self) -> None:
-        while self.h is not None and not self._stop.wait(0.05):
+        while self.h is not None and not self._stop.wait(self.period_s):
             self.samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
+            self.mem_samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_MEM))
 
     def __enter__(self) -> ClockSampler:
         self._t = threading.Thread(target=self._loop, daemon=True)
