@@ -6,8 +6,10 @@ Loads the engine as `tachyon bench offline` does, times the bs1 workload (the pr
 sampled meanwhile), runs it once more under torch.profiler (CUDA activity only) to see the device in the engine's
 steps (idle gaps, copies, each kernel's time), then replays the engine's captured batch-1 graph (its inputs as the
 last run's last step left them) under torch.profiler: per kernel name, what it adds to a step
-(step_trace.contributions) and its mean duration. Also records where the graph's static buffers, the KV cache, the
-decode graph's outputs and the first layer's weights sit (device addresses, to compare placements between modes).
+(step_trace.contributions) and its mean duration; and again framed by the engine's step boundary (`framed_replays`:
+the staging upload before and the token copy after each replay, with and without waiting for each). Also records
+where the graph's static buffers, the KV cache, the decode graph's outputs and the first layer's weights sit (device
+addresses, to compare placements between modes).
 
 Usage (GPU): python benchmarks/gpu/graph_kernels.py --model qwen3-0.6b --out out.json
 """
@@ -69,6 +71,33 @@ def step_boundaries(ev: list[tuple[str, float, float]], steps: int) -> dict:
             "kernel_calls_per_step": {k: len(v) / steps for k, v in kernels.items()}}
 
 
+def framed_replays(runner, replays: int, kind: str) -> dict:
+    """The engine's batch-1 graph replayed with the engine's step boundary around each replay: the staging upload
+    before (`DecodeGraphRunner._upload`, alternating the two host sets as the last run left them) and the token
+    copy to pinned memory plus its event after (`ModelRunner.launch`); with kind "copies_sync" the host also waits
+    for each step's event before the next upload (no step queued ahead). Profiled like an engine run."""
+    g = runner.graphs
+    graph = g.graphs[1]
+
+    def step(i: int) -> None:
+        g._upload(1)
+        graph.replay()
+        host, event = runner._host_tokens[i % 2], runner._token_events[i % 2]
+        host[:1].copy_(runner.last_tokens[:1], non_blocking=True)
+        event.record()
+        if kind == "copies_sync":
+            event.synchronize()
+
+    for i in range(4):
+        step(i)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for i in range(replays):
+            step(i)
+        torch.cuda.synchronize()
+    return step_boundaries(device_events(prof), replays)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-0.6b")
@@ -108,8 +137,9 @@ def main() -> None:
     mean_us = {k: sum(v) / len(v) for k, v in dur.items()}
     calls = {k: len(v) / a.replays for k, v in dur.items()}
     step_us = (ev[-1][2] - ev[0][1]) / a.replays
+    framed = {kind: framed_replays(runner, a.replays, kind) for kind in ("copies", "copies_sync")}
     res = {"model": a.model, "tok_s": speeds, "clocks_during_runs": clock, "replay_step_us": step_us,
-           "engine_run": boundary,
+           "engine_run": boundary, "framed_replays": framed,
            "contribution_us": per,
            "mean_kernel_us": mean_us, "calls_per_step": calls, "addresses": addresses(runner)}
     backend.close()
@@ -122,6 +152,10 @@ def main() -> None:
           f"{copies}", flush=True)
     busy = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(boundary["kernel_us_per_step"].items())[:8])
     print(f"engine run kernel time per step (us, summed durations): {busy}", flush=True)
+    for kind, f in framed.items():
+        busy = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(f["kernel_us_per_step"].items())[:6])
+        print(f"framed replays ({kind}): span {f['span_us_per_step']:.1f} us/step, idle {f['idle_us_per_step']:.2f}; "
+              f"{busy}", flush=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
 
 

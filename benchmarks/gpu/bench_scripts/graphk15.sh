@@ -15,7 +15,7 @@ for round in $(seq 1 ${ROUNDS:-3}); do
     [ $v = picks ] && apply
     export TACHYON_CACHE_DIR=/tmp/tcache_$v
     timeout 80 python3 benchmarks/gpu/graph_kernels.py --model qwen3-0.6b --runs 6 --out $R/gk_${v}_r$round.json 2>&1 | f \
-      | grep "tok/s\|engine run\|clocks\|Error\|error" | sed "s/^/$v r$round /" | tee -a $R/order.txt
+      | grep "tok/s\|engine run\|framed\|Error\|error" | sed "s/^/$v r$round /" | tee -a $R/order.txt
     [ $v = picks ] && apply -R
     pack
   done
