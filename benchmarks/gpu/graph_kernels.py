@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -78,10 +79,16 @@ def framed_replays(runner, replays: int, kind: str) -> dict:
     for each step's event before the next upload (no step queued ahead). Profiled like an engine run."""
     g = runner.graphs
     graph = g.graphs[1]
+    host_us: dict[str, list[float]] = defaultdict(list)
 
     def step(i: int) -> None:
+        t0 = time.perf_counter()
         g._upload(1)
+        t1 = time.perf_counter()
         graph.replay()
+        t2 = time.perf_counter()
+        host_us["upload"].append((t1 - t0) * 1e6)
+        host_us["graph_launch"].append((t2 - t1) * 1e6)
         host, event = runner._host_tokens[i % 2], runner._token_events[i % 2]
         host[:1].copy_(runner.last_tokens[:1], non_blocking=True)
         event.record()
@@ -91,11 +98,14 @@ def framed_replays(runner, replays: int, kind: str) -> dict:
     for i in range(4):
         step(i)
     torch.cuda.synchronize()
+    host_us.clear()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for i in range(replays):
             step(i)
         torch.cuda.synchronize()
-    return step_boundaries(device_events(prof), replays)
+    out = step_boundaries(device_events(prof), replays)
+    out["host_median_us"] = {k: sorted(v)[len(v) // 2] for k, v in host_us.items()}
+    return out
 
 
 def main() -> None:
@@ -154,8 +164,8 @@ def main() -> None:
     print(f"engine run kernel time per step (us, summed durations): {busy}", flush=True)
     for kind, f in framed.items():
         busy = ", ".join(f"{k[:22]} {v:.1f}" for k, v in list(f["kernel_us_per_step"].items())[:6])
-        print(f"framed replays ({kind}): span {f['span_us_per_step']:.1f} us/step, idle {f['idle_us_per_step']:.2f}; "
-              f"{busy}", flush=True)
+        print(f"framed replays ({kind}): span {f['span_us_per_step']:.1f} us/step, idle {f['idle_us_per_step']:.2f}, "
+              f"host medians {f['host_median_us']}; {busy}", flush=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
 
 
