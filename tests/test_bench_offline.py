@@ -182,6 +182,23 @@ def test_warmup_runs_the_first_requests_at_full_length(monkeypatch):
         run_cli(["bench", "offline", "--backend", "tachyon", "--model", "x", "--warmup-max-tokens", "0"])
 
 
+def test_a_static_batch_backend_warms_up_one_whole_batch(monkeypatch):
+    """The warm-up runs as many requests as the backend asks for: plain transformers one whole static batch (its
+    first run at a new batch shape is the slow one), the others four."""
+    import tachyon.bench.offline as offline
+    from tachyon.bench.backends.hf import HFBackend
+    from tachyon.bench.backends.tachyon_engine import TachyonBackend
+
+    assert HFBackend(BackendOptions(model=None, hf_batch_size=8)).warmup_requests == 8
+    assert TachyonBackend(BackendOptions(model=None)).warmup_requests == 4
+    backend = _PacedBackend([1.0])
+    backend.warmup_requests = 6
+    monkeypatch.setattr(offline, "get_backend", lambda name, opts: backend)
+    wl = load_workload("nano256").truncated(num_requests=10)
+    offline.run_offline(["paced"], BackendOptions(model=None), wl, log=lambda m: None)
+    assert [r.max_tokens for r in backend.warmed.requests] == [r.max_tokens for r in wl.requests[:6]]
+
+
 def test_repeats_exactness_covers_every_run(monkeypatch):
     """A repeat that lost a token makes the result inexact even when the reported run is exact."""
     import tachyon.bench.offline as offline

@@ -2,11 +2,11 @@
 
 Contract: `run_offline(backends, opts, workload, warmup=True, repeats=1)` returns a
 `BenchResult(kind="offline")` with one `Run` per backend (label = backend name). Each backend: load, an
-untimed warm-up (`warmup_workload`: up to four requests at full length), then `repeats` timed runs of the
-whole workload, each inside a `GpuMeter`. The `Run` is the median one by output throughput (the lower
-median for an even count): every figure of it
-comes from that one real run, never a mix. A backend that fails (when several run) becomes a warning,
-not a lost run. `summary.extra` holds the exactness check of the output token count (over every
+untimed warm-up (`warmup_workload`: the backend's `warmup_requests` first requests at full length), then
+`repeats` timed runs of the whole workload, each inside a `GpuMeter`. The `Run` is the median one by output
+throughput (the lower median for an even count): every figure of it comes from that one real run, never a
+mix. A backend that fails (when several run) becomes a warning, not a lost run. `summary.extra` holds the
+exactness check of the output token count (over every
 repeat), load time, peak GPU memory (over every repeat), energy and tokens/J, for single-request
 workloads the achieved weight-read bandwidth (bytes read per decode step / TPOT), and with repeats > 1
 every repeat's throughput, duration, TTFT, TPOT and energy (`repeats`) and which one is reported
@@ -59,12 +59,13 @@ def _repeat_row(summary, energy_j: float | None) -> dict:
             "ttft_mean_ms": ms(summary.ttft.mean), "tpot_mean_ms": ms(summary.tpot.mean), "energy_j": energy_j}
 
 
-def warmup_workload(workload: Workload, max_tokens: int | None = None) -> Workload:
-    """The untimed warm-up: the workload's first (up to) four requests at their full output lengths (or capped at
-    `max_tokens`), so that every length the timed run reaches has been through the backend once. (After 4-token
-    warm-ups, plain `transformers` ran its first full-length 7B bs1 run at TPOT 51-60 ms and the next ones at
-    16.6-19.9 ms on an H200, with the host's CPU time per token following: benchmarks/results/session15/.)"""
-    return workload.truncated(num_requests=min(len(workload.requests), 4), max_tokens=max_tokens)
+def warmup_workload(workload: Workload, max_tokens: int | None = None, num_requests: int = 4) -> Workload:
+    """The untimed warm-up: the workload's first `num_requests` requests (the backend's `warmup_requests`) at their
+    full output lengths (or capped at `max_tokens`), so that the lengths and batch shapes the timed run reaches have
+    been through the backend once. (After 4-token warm-ups, plain `transformers` ran its first full-length 7B bs1 run
+    at TPOT 51-60 ms and the next ones at 16.6-19.9 ms on an H200, its host's CPU time per token following:
+    benchmarks/results/session15/.)"""
+    return workload.truncated(num_requests=min(len(workload.requests), max(1, num_requests)), max_tokens=max_tokens)
 
 
 def _check_counts(repeats: int, warmup_max_tokens: int | None) -> None:
@@ -86,7 +87,7 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
         warm_s = 0.0
         if warmup:
             t1 = time.perf_counter()
-            backend.run(warmup_workload(workload, warmup_max_tokens))
+            backend.run(warmup_workload(workload, warmup_max_tokens, getattr(backend, "warmup_requests", 4)))
             warm_s = time.perf_counter() - t1
         log(f"[{name}] loaded in {load_s:.1f}s, warm-up {warm_s:.1f}s; running {len(workload.requests)} "
             f"requests ({workload.input_tokens} in / {workload.output_tokens} out tokens)"

@@ -50,6 +50,12 @@ class Backend:
     def __init__(self, opts: BackendOptions) -> None:
         self.opts = opts
 
+    @property
+    def warmup_requests(self) -> int:
+        """How many of a workload's first requests the untimed warm-up runs (at full length): enough to meet the
+        shapes the timed run will (a static-batch backend: one whole batch)."""
+        return 4
+
     def load(self) -> None:
         raise NotImplementedError
 

@@ -44,6 +44,12 @@ class _StepClock:
 class HFBackend(Backend):
     name = "hf"
 
+    @property
+    def warmup_requests(self) -> int:
+        """One whole static batch: generate's first run at a new (batch, length) shape does ~3x the host work per
+        token of the next ones (benchmarks/results/session15/)."""
+        return max(1, self.opts.hf_batch_size)
+
     def load(self) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM
 
