@@ -110,6 +110,7 @@ class _PacedBackend:
     workload kept in `warmed`). The short run emits one token less than asked when `short` names its index."""
 
     name = "paced"
+    warmup_requests = 4
 
     def __init__(self, durations, short=None):
         self.durations, self.short, self.timed, self.warmed = list(durations), short, 0, None

@@ -25,7 +25,8 @@ def _offline(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-warmup", action="store_true")
     p.add_argument("--warmup-max-tokens", type=int, default=None,
-                   help="cap the warm-up's output lengths (default: the first four requests at full length)")
+                   help="cap the warm-up's output lengths (default: full length; the first requests, one static "
+                        "batch for hf, four for the others)")
     p.add_argument("--repeats", type=int, default=1,
                    help="timed runs of the whole workload per backend (one load); the median one is reported, "
                         "every run's throughput is kept in the JSON")

@@ -6,11 +6,10 @@ untimed warm-up (`warmup_workload`: the backend's `warmup_requests` first reques
 `repeats` timed runs of the whole workload, each inside a `GpuMeter`. The `Run` is the median one by output
 throughput (the lower median for an even count): every figure of it comes from that one real run, never a
 mix. A backend that fails (when several run) becomes a warning, not a lost run. `summary.extra` holds the
-exactness check of the output token count (over every
-repeat), load time, peak GPU memory (over every repeat), energy and tokens/J, for single-request
-workloads the achieved weight-read bandwidth (bytes read per decode step / TPOT), and with repeats > 1
-every repeat's throughput, duration, TTFT, TPOT and energy (`repeats`) and which one is reported
-(`repeat_chosen`).
+exactness check of the output token count (over every repeat), load time, peak GPU memory (over every
+repeat), energy and tokens/J, for single-request workloads the achieved weight-read bandwidth (bytes read
+per decode step / TPOT), and with repeats > 1 every repeat's throughput, duration, TTFT, TPOT and energy
+(`repeats`) and which one is reported (`repeat_chosen`).
 """
 
 from __future__ import annotations
@@ -43,8 +42,8 @@ def _resolved_dtype(opts: BackendOptions) -> str:
     return "bfloat16" if cuda_available() and opts.device != "cpu" else "float32"
 
 
-# timed runs shorter than this get a hint to repeat them (a 0.17-s Qwen3-0.6B bs1 run lost 2% to one 2.3-ms step on
-# an H200: benchmarks/results/session14/bs1steps14_6c08e0f/)
+# timed runs shorter than this get a hint to repeat them (a 0.17-s Qwen3-0.6B bs1 run lost ~1% to one 2.3-ms step on
+# an H200: 170.55 ms against 168.4-169.0, benchmarks/results/session14/bs1steps14_6c08e0f/)
 SHORT_RUN_S = 1.0
 
 
@@ -87,7 +86,7 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
         warm_s = 0.0
         if warmup:
             t1 = time.perf_counter()
-            backend.run(warmup_workload(workload, warmup_max_tokens, getattr(backend, "warmup_requests", 4)))
+            backend.run(warmup_workload(workload, warmup_max_tokens, backend.warmup_requests))
             warm_s = time.perf_counter() - t1
         log(f"[{name}] loaded in {load_s:.1f}s, warm-up {warm_s:.1f}s; running {len(workload.requests)} "
             f"requests ({workload.input_tokens} in / {workload.output_tokens} out tokens)"

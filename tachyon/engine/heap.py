@@ -1,9 +1,10 @@
 """The Python heap of a process that owns engines: frozen once they are up, so that the cyclic garbage collector's
 later passes skip the start-up objects (weights' wrappers, the tokenizer, graph and kernel caches).
 
-Why: on an H200 host, the first batch-1 run after start-up paid 2.2-2.4 ms of collections (a 1.1-ms middle
-collection among them), the steady runs 0.3-0.5 ms (benchmarks/results/session15/); the serving start-up heap's
-full collection takes 127 ms on 2 cores (benchmarks/gc_serving_probe.py). vLLM and SGLang freeze after start-up too.
+Why: a full collection of a serving process's start-up heap takes 127-128 ms on 2 cores
+(benchmarks/gc_serving_probe.py), and a long-lived server makes one sooner or later; freezing bounds it to the
+objects made since. vLLM and SGLang freeze after start-up too. Measured effect on H200 Qwen3-0.6B bs1: none (frozen
+against unfrozen, every run 170.09-170.49 ms: benchmarks/results/session15/heap15_b367028/).
 
 Only the process's owner calls these (`tachyon serve` once its models are loaded, the bench's Tachyon backend around
 its runs), never the library on its own: frozen objects are still freed by reference counting, but a reference
