@@ -91,12 +91,18 @@ def iter_safetensors(path: str) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def _init_dummy(model: DecoderForCausalLM, seed: int) -> None:
+    """Random weights. Default: normal(0, 0.02) matrices and biases, norm weights 1 (the transformers init).
+    TACHYON_DUMMY_INIT=uniform: every parameter, norms included, uniform(-1e-3, 1e-3) (vLLM's dummy loader) --
+    an A/B knob for how much the data itself moves a power-capped run."""
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    scheme = os.environ.get("TACHYON_DUMMY_INIT", "normal")
+    if scheme not in ("normal", "uniform"):
+        raise ValueError(f"TACHYON_DUMMY_INIT must be 'normal' or 'uniform', got {scheme!r}")
     for name, p in model.named_parameters():
-        if name.endswith("norm.weight"):
+        if scheme == "uniform":
+            p.data.uniform_(-1e-3, 1e-3, generator=gen)
+        elif name.endswith("norm.weight"):
             p.data.fill_(1.0)
-        elif p.dim() == 1:  # biases
-            p.data.normal_(0.0, 0.02, generator=gen)
         else:
             p.data.normal_(0.0, 0.02, generator=gen)
 

@@ -1,0 +1,111 @@
+"""How much the data itself moves a bf16 GEMM's speed and power on this GPU (a power-capped board runs
+high-toggle data at lower clocks). Each (shape, data) pair runs back to back for --seconds; reports TFLOP/s,
+mean board power and SM clock (NVML, sampled on a thread).
+
+Data schemes (weights W, activations X):
+  normal   W ~ N(0, 0.02), X ~ N(0, 1)          (our dummy init; activations after an RMSNorm)
+  uniform  W ~ U(-1e-3, 1e-3), X ~ U(-1e-3, 1e-3)  (vLLM's dummy init everywhere)
+  zeros    W = X = 0                              (no toggling: the board's low end)
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/data_power.py --out $OUT/data_power.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+
+import torch
+
+SHAPES = {  # name: (M, K, N)
+    "square8192": (8192, 8192, 8192),
+    "prefill_gate_up": (8192, 3584, 37888),
+    "decode256_gate_up": (256, 3584, 37888),
+    "decode256_down": (256, 18944, 3584),
+}
+
+
+def make(scheme: str, shape: tuple[int, int], std: float, dev: str) -> torch.Tensor:
+    if scheme == "normal":
+        return torch.randn(shape, device=dev, dtype=torch.bfloat16) * std
+    if scheme == "uniform":
+        return torch.empty(shape, device=dev, dtype=torch.bfloat16).uniform_(-1e-3, 1e-3)
+    return torch.zeros(shape, device=dev, dtype=torch.bfloat16)
+
+
+class Sampler:
+    """Board power (W) and SM clock (MHz) every `period_s` inside the `with` block."""
+
+    def __init__(self, period_s: float = 0.02) -> None:
+        import pynvml
+
+        pynvml.nvmlInit()
+        self.nv, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+        self.period_s, self.power, self.clock = period_s, [], []
+        self._stop = threading.Event()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.power.append(self.nv.nvmlDeviceGetPowerUsage(self.h) / 1e3)
+            self.clock.append(self.nv.nvmlDeviceGetClockInfo(self.h, self.nv.NVML_CLOCK_SM))
+
+    def __enter__(self) -> Sampler:
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def run(shape: tuple[int, int, int], scheme: str, seconds: float) -> dict:
+    m, k, n = shape
+    x = make(scheme, (m, k), 1.0, "cuda")
+    w = make(scheme, (k, n), 0.02, "cuda")
+    out = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        torch.matmul(x, w, out=out)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.matmul(x, w, out=out)
+    torch.cuda.synchronize()
+    iters = max(10, int(seconds / max(time.perf_counter() - t0, 1e-6)))
+    time.sleep(1.0)  # let the board cool between pairs
+    with Sampler() as s:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            torch.matmul(x, w, out=out)
+        end.record()
+        torch.cuda.synchronize()
+    ms = start.elapsed_time(end) / iters
+    half = len(s.power) // 2  # the settled second half
+    return dict(M=m, K=k, N=n, data=scheme, iters=iters, ms=ms, tflops=2 * m * k * n / ms / 1e9,
+                power_w=sum(s.power[half:]) / max(1, len(s.power) - half),
+                sm_mhz=sum(s.clock[half:]) / max(1, len(s.clock) - half))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--data", default="normal,uniform,zeros")
+    a = ap.parse_args()
+    rows = []
+    for name in a.shapes.split(","):
+        for scheme in a.data.split(","):
+            r = run(SHAPES[name], scheme, a.seconds)
+            r["shape"] = name
+            rows.append(r)
+            print(f"{name:18s} {scheme:8s} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
+                  f"{r['power_w']:6.1f} W {r['sm_mhz']:6.0f} MHz", flush=True)
+    with open(a.out, "w") as f:
+        json.dump(dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
