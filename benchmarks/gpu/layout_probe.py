@@ -1,0 +1,83 @@
+"""Is Qwen3-0.6B bs1's slow mode (~2% slower steps for a whole process) set by where the engine's buffers land?
+Builds the acceptance engine (the bench's Tachyon backend) several times in one process, each time after holding
+a pad of P MiB on the device, so every later allocation (weights, KV cache, graph pool) lands elsewhere; times
+batch-1 runs on each build with bs1_steps.one_run (median step gap per run) and records the base addresses of the
+first weight, the first layer's KV cache and the batch-1 graph's output.
+
+If the mode follows the pad (the same pads slow in two processes, others fast), placement sets it; if a process
+stays in one mode across every build, it is a state of the process, not of its buffers.
+
+Usage (GPU): python benchmarks/gpu/layout_probe.py --pads 0,1,2,3,5,8,64,1024 --runs 4 --out out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+
+import torch
+from bs1_steps import PhaseTimer, one_run  # same folder (the script folder is on sys.path)
+
+from tachyon.bench.backends import BackendOptions, get_backend
+from tachyon.bench.offline import warmup_workload
+from tachyon.bench.workloads import load_workload
+
+
+def first_ptr(obj) -> int | None:
+    """data_ptr of the first tensor found in obj (a tensor, or nested lists / tuples / dicts of them)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.data_ptr()
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+    for x in items:
+        p = first_ptr(x)
+        if p is not None:
+            return p
+    return None
+
+
+def addresses(engine) -> dict:
+    runner = engine.runner
+    graphs = getattr(runner, "graphs", None)
+    out = {"weight": next(runner.model.parameters()).data_ptr(),
+           "kv_cache": first_ptr(getattr(runner, "kv_caches", None))}
+    if graphs is not None and 1 in getattr(graphs, "outputs", {}):
+        out["graph_bs1_output"] = first_ptr(graphs.outputs[1])
+    return {k: (None if v is None else hex(v)) for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="qwen3-0.6b")
+    ap.add_argument("--pads", default="0,1,2,3,5,8,64,1024", help="MiB held on the device before each build")
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    wl = load_workload("bs1")
+    req = wl.requests[0]
+    builds = []
+    for k, pad_mib in enumerate(int(p) for p in a.pads.split(",")):
+        pad = torch.empty(pad_mib << 20, dtype=torch.uint8, device="cuda") if pad_mib else None
+        backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
+        backend.load()
+        backend.run(warmup_workload(wl))
+        engine = backend.llm.engine
+        timer = PhaseTimer(engine)
+        gaps = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"b{k}r{i}", timer)["median_gap_ms"]
+                for i in range(a.runs)]
+        b = {"pad_mib": pad_mib, "median_gap_ms": gaps, "median": statistics.median(gaps),
+             "pad_ptr": None if pad is None else hex(pad.data_ptr()), **addresses(engine)}
+        builds.append(b)
+        print(f"pad {pad_mib:5d} MiB: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
+              f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
+        backend.close()
+        del backend, engine, timer, pad
+        gc.collect()
+        torch.cuda.empty_cache()
+    with open(a.out, "w") as fh:
+        json.dump({"model": a.model, "builds": builds}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
