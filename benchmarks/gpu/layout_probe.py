@@ -16,6 +16,7 @@ import argparse
 import gc
 import json
 import statistics
+from pathlib import Path
 
 import torch
 from bs1_steps import PhaseTimer, one_run  # same folder (the script folder is on sys.path)
@@ -47,29 +48,54 @@ def addresses(engine) -> dict:
     return {k: (None if v is None else hex(v)) for k, v in out.items()}
 
 
+def dump_blocks(path: Path) -> None:
+    """Every live block of the caching allocator: address, size, pool (small / large / a graph pool) and the
+    allocating Python frames inside tachyon (needs _record_memory_history on before the allocations)."""
+    blocks = []
+    for seg in torch.cuda.memory._snapshot()["segments"]:
+        for blk in seg["blocks"]:
+            if blk["state"] != "active_allocated":
+                continue
+            frames = [f"{f['filename'].split('tachyon/')[-1]}:{f['line']} {f['name']}" for f in blk.get("frames", [])
+                      if "tachyon/" in f["filename"]][:4]
+            blocks.append({"address": blk["address"], "size": blk["size"], "segment_type": seg["segment_type"],
+                           "segment": seg["address"], "pool": str(seg.get("segment_pool_id")), "frames": frames})
+    path.write_text(json.dumps(blocks))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen3-0.6b")
     ap.add_argument("--pads", default="0,1,2,3,5,8,64,1024", help="MiB held on the device before each build")
+    ap.add_argument("--kib", action="store_true", help="--pads are KiB, not MiB (<= 1 MiB: the small pool)")
+    ap.add_argument("--snapshot", default="", help="comma list of pads whose build dumps every live device block "
+                    "(address, size, pool, allocating frames) under --out's folder")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     wl = load_workload("bs1")
     req = wl.requests[0]
     builds = []
-    for k, pad_mib in enumerate(int(p) for p in a.pads.split(",")):
-        pad = torch.empty(pad_mib << 20, dtype=torch.uint8, device="cuda") if pad_mib else None
+    unit, shift = ("KiB", 10) if a.kib else ("MiB", 20)
+    snap_pads = {int(p) for p in a.snapshot.split(",") if p}
+    for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
+        pad = torch.empty(pad_n << shift, dtype=torch.uint8, device="cuda") if pad_n else None
+        if pad_n in snap_pads:
+            torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
         backend.load()
+        if pad_n in snap_pads:
+            dump_blocks(Path(a.out).with_name(f"blocks_{pad_n}{unit}_{Path(a.out).stem}.json"))
+            torch.cuda.memory._record_memory_history(enabled=None)
         backend.run(warmup_workload(wl))
         engine = backend.llm.engine
         timer = PhaseTimer(engine)
         gaps = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"b{k}r{i}", timer)["median_gap_ms"]
                 for i in range(a.runs)]
-        b = {"pad_mib": pad_mib, "median_gap_ms": gaps, "median": statistics.median(gaps),
+        b = {"pad": pad_n, "unit": unit, "median_gap_ms": gaps, "median": statistics.median(gaps),
              "pad_ptr": None if pad is None else hex(pad.data_ptr()), **addresses(engine)}
         builds.append(b)
-        print(f"pad {pad_mib:5d} MiB: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
+        print(f"pad {pad_n:5d} {unit}: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
         del backend, engine, timer, pad
