@@ -48,6 +48,40 @@ def addresses(engine) -> dict:
     return {k: (None if v is None else hex(v)) for k, v in out.items()}
 
 
+_HELD: list[torch.Tensor] = []
+
+
+def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
+    """Hold nbytes on the device now (site "load") or at the engine's next allocation site of that name."""
+    if not nbytes:
+        return None
+    if site == "load":
+        return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    import tachyon.engine.cuda_graph as cg
+    import tachyon.engine.runner as rn
+
+    if site == "tokens":  # the runner builds its Sampler right before its device token buffer
+        base = rn.Sampler
+
+        class PaddedSampler(base):
+            def __init__(self, *args, **kw):
+                super().__init__(*args, **kw)
+                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+                rn.Sampler = base
+
+        rn.Sampler = PaddedSampler
+    else:
+        init = cg.DecodeGraphRunner.__init__
+
+        def padded_init(self, *args, **kw):
+            _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+            cg.DecodeGraphRunner.__init__ = init
+            init(self, *args, **kw)
+
+        cg.DecodeGraphRunner.__init__ = padded_init
+    return None
+
+
 def dump_blocks(path: Path) -> None:
     """Every live block of the caching allocator: address, size, pool (small / large / a graph pool) and the
     allocating Python frames inside tachyon (needs _record_memory_history on before the allocations)."""
@@ -68,6 +102,11 @@ def main() -> None:
     ap.add_argument("--model", default="qwen3-0.6b")
     ap.add_argument("--pads", default="0,1,2,3,5,8,64,1024", help="MiB held on the device before each build")
     ap.add_argument("--kib", action="store_true", help="--pads are KiB, not MiB (<= 1 MiB: the small pool)")
+    ap.add_argument("--site", default="load", choices=["load", "tokens", "graphs"],
+                    help="where the pad is allocated: before the engine's load (moves every later allocation), "
+                    "right before the runner's device token buffer (moves it, the prefill staging, the decode "
+                    "graphs' small buffers, the split-KV counters), or right before the decode graph runner (moves "
+                    "only its small buffers and what follows)")
     ap.add_argument("--snapshot", default="", help="comma list of pads whose build dumps every live device block "
                     "(address, size, pool, allocating frames) under --out's folder")
     ap.add_argument("--runs", type=int, default=4)
@@ -79,7 +118,7 @@ def main() -> None:
     unit, shift = ("KiB", 10) if a.kib else ("MiB", 20)
     snap_pads = {int(p) for p in a.snapshot.split(",") if p}
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
-        pad = torch.empty(pad_n << shift, dtype=torch.uint8, device="cuda") if pad_n else None
+        pad = place_pad(a.site, pad_n << shift)
         if pad_n in snap_pads:
             torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
@@ -93,12 +132,14 @@ def main() -> None:
         gaps = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"b{k}r{i}", timer)["median_gap_ms"]
                 for i in range(a.runs)]
         b = {"pad": pad_n, "unit": unit, "median_gap_ms": gaps, "median": statistics.median(gaps),
-             "pad_ptr": None if pad is None else hex(pad.data_ptr()), **addresses(engine)}
+             "site": a.site,
+             "pad_ptr": hex((pad if pad is not None else _HELD[-1]).data_ptr()) if pad_n else None, **addresses(engine)}
         builds.append(b)
         print(f"pad {pad_n:5d} {unit}: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
         del backend, engine, timer, pad
+        _HELD.clear()
         gc.collect()
         torch.cuda.empty_cache()
     with open(a.out, "w") as fh:
