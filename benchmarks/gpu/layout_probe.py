@@ -82,6 +82,23 @@ def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
     return None
 
 
+def move_query_start_loc() -> None:
+    """Every DecodeGraphRunner built from now on gets its query_start_loc at offset 0 of a 2 MiB allocation."""
+    import tachyon.engine.cuda_graph as cg
+
+    init = cg.DecodeGraphRunner.__init__
+
+    def moved_init(self, *args, **kw):
+        init(self, *args, **kw)
+        n = self.query_start_loc.numel()
+        big = torch.zeros(1 << 19, dtype=self.query_start_loc.dtype, device=self.query_start_loc.device)
+        big[:n].copy_(self.query_start_loc)
+        _HELD.append(big)
+        self.query_start_loc = big[:n]
+
+    cg.DecodeGraphRunner.__init__ = moved_init
+
+
 def dump_blocks(path: Path) -> None:
     """Every live block of the caching allocator: address, size, pool (small / large / a graph pool) and the
     allocating Python frames inside tachyon (needs _record_memory_history on before the allocations)."""
@@ -107,6 +124,9 @@ def main() -> None:
                     "right before the runner's device token buffer (moves it, the prefill staging, the decode "
                     "graphs' small buffers, the split-KV counters), or right before the decode graph runner (moves "
                     "only its small buffers and what follows)")
+    ap.add_argument("--qsl-large", action="store_true",
+                    help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
+                    "(large pool) before capture")
     ap.add_argument("--snapshot", default="", help="comma list of pads whose build dumps every live device block "
                     "(address, size, pool, allocating frames) under --out's folder")
     ap.add_argument("--runs", type=int, default=4)
@@ -116,6 +136,8 @@ def main() -> None:
     req = wl.requests[0]
     builds = []
     unit, shift = ("KiB", 10) if a.kib else ("MiB", 20)
+    if a.qsl_large:
+        move_query_start_loc()
     snap_pads = {int(p) for p in a.snapshot.split(",") if p}
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
         pad = place_pad(a.site, pad_n << shift)
@@ -139,7 +161,8 @@ def main() -> None:
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
         del backend, engine, timer, pad
-        _HELD.clear()
+        if not a.qsl_large:  # (a moved query_start_loc's buffer is held with the pads: single builds only)
+            _HELD.clear()
         gc.collect()
         torch.cuda.empty_cache()
     with open(a.out, "w") as fh:
