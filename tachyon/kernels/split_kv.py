@@ -26,10 +26,6 @@ MIN_SPLIT_KEYS = 128
 MAX_KV_SPLITS = 64
 # splits whose partials the inline merge loads per step ([BLOCK_G, this, BLOCK_D] fp32 tiles)
 INLINE_MERGE_SPLITS = 4
-# int32 slots between two (sequence, KV head) counters of the inline merge (1: packed). A/B knob
-# TACHYON_COUNTER_STRIDE, read at import.
-_COUNTER_STRIDE = int(os.environ.get("TACHYON_COUNTER_STRIDE") or 1)
-COUNTER_STRIDE = tl.constexpr(_COUNTER_STRIDE)
 
 
 def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
@@ -119,7 +115,7 @@ def plan_splits(B: int, Hq: int, Hkv: int, D: int, max_seq_len: int, num_kv_spli
     mid_o = torch.empty(B, Hq, splits, D, device=dev, dtype=torch.float32)
     mid_lse = torch.empty(B, Hq, splits, device=dev, dtype=torch.float32)
     inline = decode_inline_merge(fused)
-    counters = sync_counters(dev, B * Hkv * _COUNTER_STRIDE) if inline else mid_lse
+    counters = sync_counters(dev, B * Hkv) if inline else mid_lse
     return SplitPlan(splits, mid_o, mid_lse, counters, decode_early_exit(fused), inline)
 
 
@@ -189,7 +185,7 @@ def _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, 
                 n_cnt = n_act
             else:
                 n_cnt = num_splits
-            cnt = cnt_ptr + (b * Hkv + hk) * COUNTER_STRIDE
+            cnt = cnt_ptr + b * Hkv + hk
             if tl.atomic_add(cnt, 1, sem="acq_rel", scope="gpu") == n_cnt - 1:
                 tl.atomic_xchg(cnt, 0, sem="relaxed", scope="gpu")
                 _merge_heads(mid_o_ptr, mid_lse_ptr, dst, b, heads, gmask, d, dmask, n_act, num_splits,
