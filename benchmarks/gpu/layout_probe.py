@@ -99,6 +99,42 @@ def move_query_start_loc() -> None:
     cg.DecodeGraphRunner.__init__ = moved_init
 
 
+def pin_small_buffers() -> None:
+    """Every DecodeGraphRunner built from now on first moves the per-step small buffers (its query_start_loc, the
+    split-KV counters, the model's norm weights) to fixed offsets of one 2 MiB allocation; the old tensors are
+    held (anything captured earlier may still read them)."""
+    import tachyon.engine.cuda_graph as cg
+    from tachyon.kernels import _triton
+
+    init = cg.DecodeGraphRunner.__init__
+
+    def pinned_init(self, *args, **kw):
+        init(self, *args, **kw)
+        dev = self.query_start_loc.device
+        arena = torch.zeros(2 << 20, dtype=torch.uint8, device=dev)
+        _HELD.append(arena)
+
+        def take(off: int, t: torch.Tensor) -> torch.Tensor:
+            nbytes = t.numel() * t.element_size()
+            view = arena[off: off + nbytes].view(t.dtype).view(t.shape)
+            view.copy_(t)
+            _HELD.append(t)
+            return view
+
+        self.query_start_loc = take(0, self.query_start_loc)
+        bufs = _triton._COUNTERS.setdefault(str(dev), [])
+        need = bufs[-1].numel() if bufs else 4096
+        bufs.append(take(64 << 10, torch.zeros(need, dtype=torch.int32, device=dev)))
+        off = 128 << 10
+        for name, prm in self.model.named_parameters():
+            if name.endswith("norm.weight"):
+                prm.data = take(off, prm.data)
+                off += -(-prm.numel() * prm.element_size() // 512) * 512
+        assert off <= 2 << 20, off
+
+    cg.DecodeGraphRunner.__init__ = pinned_init
+
+
 def dump_blocks(path: Path) -> None:
     """Every live block of the caching allocator: address, size, pool (small / large / a graph pool) and the
     allocating Python frames inside tachyon (needs _record_memory_history on before the allocations)."""
@@ -127,6 +163,9 @@ def main() -> None:
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
                     "(large pool) before capture")
+    ap.add_argument("--arena", action="store_true",
+                    help="before capture, move query_start_loc (offset 0), the split-KV counters (64 KiB) and every "
+                    "norm weight (from 128 KiB) into one 2 MiB block of the large pool (fixed offsets in it)")
     ap.add_argument("--snapshot", default="", help="comma list of pads whose build dumps every live device block "
                     "(address, size, pool, allocating frames) under --out's folder")
     ap.add_argument("--runs", type=int, default=4)
@@ -138,6 +177,8 @@ def main() -> None:
     unit, shift = ("KiB", 10) if a.kib else ("MiB", 20)
     if a.qsl_large:
         move_query_start_loc()
+    if a.arena:
+        pin_small_buffers()
     snap_pads = {int(p) for p in a.snapshot.split(",") if p}
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
         pad = place_pad(a.site, pad_n << shift)
@@ -161,7 +202,7 @@ def main() -> None:
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
         del backend, engine, timer, pad
-        if not a.qsl_large:  # (a moved query_start_loc's buffer is held with the pads: single builds only)
+        if not (a.qsl_large or a.arena):  # (moved buffers are held with the pads: single builds only)
             _HELD.clear()
         gc.collect()
         torch.cuda.empty_cache()
