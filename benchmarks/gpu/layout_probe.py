@@ -70,6 +70,18 @@ def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
                 rn.Sampler = base
 
         rn.Sampler = PaddedSampler
+    elif site in ("capture", "after"):
+        capture = cg.DecodeGraphRunner.capture
+
+        def padded_capture(self, *args, **kw):
+            if site == "capture":
+                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+            capture(self, *args, **kw)
+            if site == "after":
+                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+            cg.DecodeGraphRunner.capture = capture
+
+        cg.DecodeGraphRunner.capture = padded_capture
     else:
         init = cg.DecodeGraphRunner.__init__
 
@@ -155,11 +167,12 @@ def main() -> None:
     ap.add_argument("--model", default="qwen3-0.6b")
     ap.add_argument("--pads", default="0,1,2,3,5,8,64,1024", help="MiB held on the device before each build")
     ap.add_argument("--kib", action="store_true", help="--pads are KiB, not MiB (<= 1 MiB: the small pool)")
-    ap.add_argument("--site", default="load", choices=["load", "tokens", "graphs"],
+    ap.add_argument("--site", default="load", choices=["load", "tokens", "graphs", "capture", "after"],
                     help="where the pad is allocated: before the engine's load (moves every later allocation), "
                     "right before the runner's device token buffer (moves it, the prefill staging, the decode "
                     "graphs' small buffers, the split-KV counters), or right before the decode graph runner (moves "
-                    "only its small buffers and what follows)")
+                    "only its small buffers and what follows), right before the decode graphs' capture (moves their pool's "
+                    "segments when the pad needs a new one), or right after it (a control: nothing of the step moves)")
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
                     "(large pool) before capture")
