@@ -171,8 +171,9 @@ def main() -> None:
                     help="where the pad is allocated: before the engine's load (moves every later allocation), "
                     "right before the runner's device token buffer (moves it, the prefill staging, the decode "
                     "graphs' small buffers, the split-KV counters), or right before the decode graph runner (moves "
-                    "only its small buffers and what follows), right before the decode graphs' capture (moves their pool's "
-                    "segments when the pad needs a new one), or right after it (a control: nothing of the step moves)")
+                    "only its small buffers and what follows), right before the decode graphs' capture (moves their "
+                    "pool's segments when the pad needs a new one), or right after it (a control: nothing of the step "
+                    "moves)")
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
                     "(large pool) before capture")
