@@ -55,8 +55,8 @@ def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
     """Hold nbytes on the device now (site "load") or at the engine's next allocation site of that name."""
     if not nbytes:
         return None
-    if site == "load":
-        return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    if site in ("load", "ready"):  # (main allocates "ready" pads itself, after the load)
+        return torch.empty(nbytes, dtype=torch.uint8, device="cuda") if site == "load" else None
     import tachyon.engine.cuda_graph as cg
     import tachyon.engine.runner as rn
 
@@ -70,6 +70,17 @@ def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
                 rn.Sampler = base
 
         rn.Sampler = PaddedSampler
+    elif site == "prefill":
+        import tachyon.engine.prefill_graph as pg
+
+        pinit = pg.PrefillGraphRunner.__init__
+
+        def padded_pinit(self, *args, **kw):
+            pinit(self, *args, **kw)
+            _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
+            pg.PrefillGraphRunner.__init__ = pinit
+
+        pg.PrefillGraphRunner.__init__ = padded_pinit
     elif site in ("capture", "after"):
         capture = cg.DecodeGraphRunner.capture
 
@@ -167,13 +178,15 @@ def main() -> None:
     ap.add_argument("--model", default="qwen3-0.6b")
     ap.add_argument("--pads", default="0,1,2,3,5,8,64,1024", help="MiB held on the device before each build")
     ap.add_argument("--kib", action="store_true", help="--pads are KiB, not MiB (<= 1 MiB: the small pool)")
-    ap.add_argument("--site", default="load", choices=["load", "tokens", "graphs", "capture", "after"],
-                    help="where the pad is allocated: before the engine's load (moves every later allocation), "
-                    "right before the runner's device token buffer (moves it, the prefill staging, the decode "
-                    "graphs' small buffers, the split-KV counters), or right before the decode graph runner (moves "
-                    "only its small buffers and what follows), right before the decode graphs' capture (moves their "
-                    "pool's segments when the pad needs a new one), or right after it (a control: nothing of the step "
-                    "moves)")
+    ap.add_argument("--site", default="load",
+                    choices=["load", "tokens", "graphs", "capture", "after", "prefill", "ready"],
+                    help="where the pad is allocated: before the engine's load (moves every later allocation); before "
+                    "the runner's device token buffer (moves it, the prefill staging, the decode graphs' small "
+                    "buffers, the split-KV counters); before the decode graph runner (its small buffers and what "
+                    "follows); before the decode graphs' capture (their pool's segments, when the pad needs a new "
+                    "one); right after that capture (the prefill runner's staging and later); after the prefill "
+                    "runner's staging, before its capture; once the engine is built (what the warm-up and the runs "
+                    "allocate)")
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
                     "(large pool) before capture")
@@ -200,6 +213,8 @@ def main() -> None:
             torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
         backend.load()
+        if a.site == "ready" and pad_n:
+            pad = torch.empty(pad_n << shift, dtype=torch.uint8, device="cuda")
         if pad_n in snap_pads:
             dump_blocks(Path(a.out).with_name(f"blocks_{pad_n}{unit}_{Path(a.out).stem}.json"))
             torch.cuda.memory._record_memory_history(enabled=None)
