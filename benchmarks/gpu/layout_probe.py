@@ -187,6 +187,7 @@ def main() -> None:
                     "one); right after that capture (the prefill runner's staging and later); after the prefill "
                     "runner's staging, before its capture; once the engine is built (what the warm-up and the runs "
                     "allocate)")
+    ap.add_argument("--no-prefill-graphs", action="store_true", help="engine built with prefill_graph_max_tokens=0")
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
                     "(large pool) before capture")
@@ -211,7 +212,8 @@ def main() -> None:
         pad = place_pad(a.site, pad_n << shift)
         if pad_n in snap_pads:
             torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
-        backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True))
+        engine_args = {"prefill_graph_max_tokens": 0} if a.no_prefill_graphs else {}
+        backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True, engine_args=engine_args))
         backend.load()
         if a.site == "ready" and pad_n:
             pad = torch.empty(pad_n << shift, dtype=torch.uint8, device="cuda")
