@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
+import sys
 import time
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.hf_warm_probe import ClockSampler  # noqa: E402
 
 SHAPES = {  # name: (M, K, N)
     "square8192": (8192, 8192, 8192),
@@ -35,32 +40,6 @@ def make(scheme: str, shape: tuple[int, int], std: float, dev: str) -> torch.Ten
     return torch.zeros(shape, device=dev, dtype=torch.bfloat16)
 
 
-class Sampler:
-    """Board power (W) and SM clock (MHz) every `period_s` inside the `with` block."""
-
-    def __init__(self, period_s: float = 0.02) -> None:
-        import pynvml
-
-        pynvml.nvmlInit()
-        self.nv, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
-        self.period_s, self.power, self.clock = period_s, [], []
-        self._stop = threading.Event()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
-            self.power.append(self.nv.nvmlDeviceGetPowerUsage(self.h) / 1e3)
-            self.clock.append(self.nv.nvmlDeviceGetClockInfo(self.h, self.nv.NVML_CLOCK_SM))
-
-    def __enter__(self) -> Sampler:
-        self._t = threading.Thread(target=self._loop, daemon=True)
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._t.join()
-
-
 def run(shape: tuple[int, int, int], scheme: str, seconds: float) -> dict:
     m, k, n = shape
     x = make(scheme, (m, k), 1.0, "cuda")
@@ -74,7 +53,7 @@ def run(shape: tuple[int, int, int], scheme: str, seconds: float) -> dict:
     torch.cuda.synchronize()
     iters = max(10, int(seconds / max(time.perf_counter() - t0, 1e-6)))
     time.sleep(1.0)  # let the board cool between pairs
-    with Sampler() as s:
+    with ClockSampler(0.02) as s:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(iters):
@@ -82,10 +61,10 @@ def run(shape: tuple[int, int, int], scheme: str, seconds: float) -> dict:
         end.record()
         torch.cuda.synchronize()
     ms = start.elapsed_time(end) / iters
-    half = len(s.power) // 2  # the settled second half
+    half = len(s.power_w) // 2  # the settled second half
     return dict(M=m, K=k, N=n, data=scheme, iters=iters, ms=ms, tflops=2 * m * k * n / ms / 1e9,
-                power_w=sum(s.power[half:]) / max(1, len(s.power) - half),
-                sm_mhz=sum(s.clock[half:]) / max(1, len(s.clock) - half))
+                power_w=sum(s.power_w[half:]) / max(1, len(s.power_w) - half),
+                sm_mhz=sum(s.samples[half:]) / max(1, len(s.samples) - half))
 
 
 def main() -> None:

@@ -23,12 +23,14 @@ from tachyon.bench.workloads import load_workload
 
 
 class ClockSampler:
-    """SM and memory clocks (MHz) sampled every `period_s` on a thread (NVML), inside the `with` block."""
+    """SM and memory clocks (MHz) and board power (W) sampled every `period_s` on a thread (NVML), inside the
+    `with` block."""
 
     def __init__(self, period_s: float = 0.05) -> None:
         self.period_s = period_s
         self.samples: list[int] = []
         self.mem_samples: list[int] = []
+        self.power_w: list[float] = []
         try:
             import pynvml
 
@@ -42,6 +44,7 @@ class ClockSampler:
         while self.h is not None and not self._stop.wait(self.period_s):
             self.samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
             self.mem_samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_MEM))
+            self.power_w.append(self.nvml.nvmlDeviceGetPowerUsage(self.h) / 1e3)
 
     def __enter__(self) -> ClockSampler:
         self._t = threading.Thread(target=self._loop, daemon=True)
