@@ -1,8 +1,9 @@
 """Is Qwen3-0.6B bs1's slow mode (~2% slower steps for a whole process) set by where the engine's buffers land?
-Builds the acceptance engine (the bench's Tachyon backend) several times in one process, each time after holding
-a pad of P MiB on the device, so every later allocation (weights, KV cache, graph pool) lands elsewhere; times
+Builds the acceptance engine (the bench's Tachyon backend) once per pad, each time after holding a pad of P MiB
+(or KiB) on the device at one point of the start-up (--site), so what is allocated after it lands elsewhere; times
 batch-1 runs on each build with bs1_steps.one_run (median step gap per run) and records the base addresses of the
-first weight, the first layer's KV cache and the batch-1 graph's output.
+first weight, the first layer's KV cache and the batch-1 graph's output. --qsl-large / --arena move named small
+buffers to fixed offsets of one 2 MiB block first; --snapshot dumps every live block of chosen builds.
 
 If the mode follows the pad (the same pads slow in two processes, others fast), placement sets it; if a process
 stays in one mode across every build, it is a state of the process, not of its buffers.
@@ -48,114 +49,87 @@ def addresses(engine) -> dict:
     return {k: (None if v is None else hex(v)) for k, v in out.items()}
 
 
-_HELD: list[torch.Tensor] = []
+_PADS: list[torch.Tensor] = []  # pads placed inside the start-up (freed after each build)
+_MOVED: list[torch.Tensor] = []  # the pinned buffers' blocks and the tensors they replaced (kept: graphs read them)
+
+# pad site: (module, class, method, whether the pad comes before or after its next call)
+SITES = {
+    "tokens": ("tachyon.engine.runner", "Sampler", "__init__", "after"),  # built right before the token buffer
+    "graphs": ("tachyon.engine.cuda_graph", "DecodeGraphRunner", "__init__", "before"),
+    "capture": ("tachyon.engine.cuda_graph", "DecodeGraphRunner", "capture", "before"),
+    "after": ("tachyon.engine.cuda_graph", "DecodeGraphRunner", "capture", "after"),
+    "prefill": ("tachyon.engine.prefill_graph", "PrefillGraphRunner", "__init__", "after"),
+}
+
+
+def hook(cls: type, name: str, fn, when: str, once: bool) -> None:
+    """Run fn(self) before or after calls of cls.name: the next one only (then the method is restored), or all."""
+    own = name in cls.__dict__
+    orig = cls.__dict__.get(name)
+    method = getattr(cls, name)
+
+    def hooked(self, *args, **kw):
+        if once and own:
+            setattr(cls, name, orig)
+        elif once:
+            delattr(cls, name)
+        if when == "before":
+            fn(self)
+        out = method(self, *args, **kw)
+        if when == "after":
+            fn(self)
+        return out
+
+    setattr(cls, name, hooked)
 
 
 def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
-    """Hold nbytes on the device now (site "load") or at the engine's next allocation site of that name."""
-    if not nbytes:
+    """A pad of nbytes held on the device now (site "load", returned) or at the next call of its SITES method
+    (held in _PADS). Site "ready" is placed by main after the load."""
+    if not nbytes or site == "ready":
         return None
-    if site in ("load", "ready"):  # (main allocates "ready" pads itself, after the load)
-        return torch.empty(nbytes, dtype=torch.uint8, device="cuda") if site == "load" else None
-    import tachyon.engine.cuda_graph as cg
-    import tachyon.engine.runner as rn
+    if site == "load":
+        return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    import importlib
 
-    if site == "tokens":  # the runner builds its Sampler right before its device token buffer
-        base = rn.Sampler
-
-        class PaddedSampler(base):
-            def __init__(self, *args, **kw):
-                super().__init__(*args, **kw)
-                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
-                rn.Sampler = base
-
-        rn.Sampler = PaddedSampler
-    elif site == "prefill":
-        import tachyon.engine.prefill_graph as pg
-
-        pinit = pg.PrefillGraphRunner.__init__
-
-        def padded_pinit(self, *args, **kw):
-            pinit(self, *args, **kw)
-            _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
-            pg.PrefillGraphRunner.__init__ = pinit
-
-        pg.PrefillGraphRunner.__init__ = padded_pinit
-    elif site in ("capture", "after"):
-        capture = cg.DecodeGraphRunner.capture
-
-        def padded_capture(self, *args, **kw):
-            if site == "capture":
-                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
-            capture(self, *args, **kw)
-            if site == "after":
-                _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
-            cg.DecodeGraphRunner.capture = capture
-
-        cg.DecodeGraphRunner.capture = padded_capture
-    else:
-        init = cg.DecodeGraphRunner.__init__
-
-        def padded_init(self, *args, **kw):
-            _HELD.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda"))
-            cg.DecodeGraphRunner.__init__ = init
-            init(self, *args, **kw)
-
-        cg.DecodeGraphRunner.__init__ = padded_init
+    mod, cls, name, when = SITES[site]
+    hook(getattr(importlib.import_module(mod), cls), name,
+         lambda _self: _PADS.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda")), when, once=True)
     return None
 
 
-def move_query_start_loc() -> None:
-    """Every DecodeGraphRunner built from now on gets its query_start_loc at offset 0 of a 2 MiB allocation."""
-    import tachyon.engine.cuda_graph as cg
-
-    init = cg.DecodeGraphRunner.__init__
-
-    def moved_init(self, *args, **kw):
-        init(self, *args, **kw)
-        n = self.query_start_loc.numel()
-        big = torch.zeros(1 << 19, dtype=self.query_start_loc.dtype, device=self.query_start_loc.device)
-        big[:n].copy_(self.query_start_loc)
-        _HELD.append(big)
-        self.query_start_loc = big[:n]
-
-    cg.DecodeGraphRunner.__init__ = moved_init
-
-
-def pin_small_buffers() -> None:
-    """Every DecodeGraphRunner built from now on first moves the per-step small buffers (its query_start_loc, the
-    split-KV counters, the model's norm weights) to fixed offsets of one 2 MiB allocation; the old tensors are
-    held (anything captured earlier may still read them)."""
+def pin_small_buffers(qsl_only: bool) -> None:
+    """Every DecodeGraphRunner built from now on, before its capture, moves the per-step small buffers to fixed
+    offsets of one 2 MiB block: its query_start_loc to offset 0 and, unless qsl_only, the split-KV counters to
+    64 KiB and the model's norm weights from 128 KiB (each 512-byte aligned)."""
     import tachyon.engine.cuda_graph as cg
     from tachyon.kernels import _triton
 
-    init = cg.DecodeGraphRunner.__init__
-
-    def pinned_init(self, *args, **kw):
-        init(self, *args, **kw)
-        dev = self.query_start_loc.device
+    def pin(runner) -> None:
+        dev = runner.query_start_loc.device
         arena = torch.zeros(2 << 20, dtype=torch.uint8, device=dev)
-        _HELD.append(arena)
+        _MOVED.append(arena)
 
         def take(off: int, t: torch.Tensor) -> torch.Tensor:
-            nbytes = t.numel() * t.element_size()
-            view = arena[off: off + nbytes].view(t.dtype).view(t.shape)
+            view = arena[off: off + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
             view.copy_(t)
-            _HELD.append(t)
+            _MOVED.append(t)
             return view
 
-        self.query_start_loc = take(0, self.query_start_loc)
+        runner.query_start_loc = take(0, runner.query_start_loc)
+        if qsl_only:
+            return
         bufs = _triton._COUNTERS.setdefault(str(dev), [])
         need = bufs[-1].numel() if bufs else 4096
         bufs.append(take(64 << 10, torch.zeros(need, dtype=torch.int32, device=dev)))
         off = 128 << 10
-        for name, prm in self.model.named_parameters():
+        for name, prm in runner.model.named_parameters():
             if name.endswith("norm.weight"):
                 prm.data = take(off, prm.data)
                 off += -(-prm.numel() * prm.element_size() // 512) * 512
         assert off <= 2 << 20, off
 
-    cg.DecodeGraphRunner.__init__ = pinned_init
+    hook(cg.DecodeGraphRunner, "__init__", pin, "after", once=False)
 
 
 def dump_blocks(path: Path) -> None:
@@ -190,7 +164,7 @@ def main() -> None:
     ap.add_argument("--no-prefill-graphs", action="store_true", help="engine built with prefill_graph_max_tokens=0")
     ap.add_argument("--qsl-large", action="store_true",
                     help="the decode graphs' query_start_loc (2.5 KB, small pool) moved to the start of a 2 MiB block "
-                    "(large pool) before capture")
+                    "(large pool) before capture (--arena's first move alone)")
     ap.add_argument("--arena", action="store_true",
                     help="before capture, move query_start_loc (offset 0), the split-KV counters (64 KiB) and every "
                     "norm weight (from 128 KiB) into one 2 MiB block of the large pool (fixed offsets in it)")
@@ -203,10 +177,8 @@ def main() -> None:
     req = wl.requests[0]
     builds = []
     unit, shift = ("KiB", 10) if a.kib else ("MiB", 20)
-    if a.qsl_large:
-        move_query_start_loc()
-    if a.arena:
-        pin_small_buffers()
+    if a.qsl_large or a.arena:
+        pin_small_buffers(qsl_only=not a.arena)
     snap_pads = {int(p) for p in a.snapshot.split(",") if p}
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
         pad = place_pad(a.site, pad_n << shift)
@@ -227,14 +199,14 @@ def main() -> None:
                 for i in range(a.runs)]
         b = {"pad": pad_n, "unit": unit, "median_gap_ms": gaps, "median": statistics.median(gaps),
              "site": a.site,
-             "pad_ptr": hex((pad if pad is not None else _HELD[-1]).data_ptr()) if pad_n else None, **addresses(engine)}
+             "pad_ptr": hex((pad if pad is not None else _PADS[-1]).data_ptr()) if pad_n else None,
+             **addresses(engine)}
         builds.append(b)
         print(f"pad {pad_n:5d} {unit}: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
         del backend, engine, timer, pad
-        if not (a.qsl_large or a.arena):  # (moved buffers are held with the pads: single builds only)
-            _HELD.clear()
+        _PADS.clear()
         gc.collect()
         torch.cuda.empty_cache()
     with open(a.out, "w") as fh:
