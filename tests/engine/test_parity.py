@@ -1,11 +1,12 @@
 """Greedy tokens equal transformers `generate` (fp32, CPU) whatever the batch mix, chunking or preemption."""
 
 import random
+import zlib
 
 import pytest
 
 from tachyon import LLM, SamplingParams
-from tests.hf_oracle import hf_greedy, hf_model
+from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
 
 NEW_TOKENS = 10
 
@@ -20,10 +21,10 @@ def arch_case(request):
     from tests.tiny_models import tiny_model_dir
 
     path = tiny_model_dir(request.param)
-    prompts = _prompts(16, seed=hash(request.param) % 1000)
+    prompts = _prompts(16, seed=zlib.crc32(request.param.encode()) % 1000)  # not hash(): salted per process
     hf = hf_model(path)
     expected = [hf_greedy(hf, p, NEW_TOKENS) for p in prompts]
-    return path, prompts, expected
+    return path, prompts, expected, hf
 
 
 GREEDY = SamplingParams(temperature=0.0, max_tokens=NEW_TOKENS, ignore_eos=True)
@@ -38,14 +39,13 @@ ENGINE_SETUPS = {
 
 @pytest.mark.parametrize("setup", list(ENGINE_SETUPS))
 def test_greedy_matches_transformers(arch_case, setup):
-    path, prompts, expected = arch_case
+    path, prompts, expected, hf = arch_case
     llm = LLM(path, device="cpu", dtype="float32", **ENGINE_SETUPS[setup])
     if setup == "default":  # one request at a time
-        for p, exp in zip(prompts[:4], expected[:4]):
-            assert llm.generate([p], GREEDY, use_tqdm=False)[0].outputs[0].token_ids == exp
+        alone = [llm.generate([p], GREEDY, use_tqdm=False)[0].outputs[0].token_ids for p in prompts[:4]]
+        assert_greedy_parity(hf, prompts[:4], alone, expected[:4])
     outs = llm.generate(prompts, GREEDY, use_tqdm=False)
-    got = [o.outputs[0].token_ids for o in outs]
-    assert got == expected
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
     if "preempt" in setup:
         assert llm.engine.scheduler.num_preemptions > 0, "the small cache should have forced preemption"
     runner = llm.engine.runner
@@ -54,3 +54,27 @@ def test_greedy_matches_transformers(arch_case, setup):
     for launched in counts:
         assert (launched == 0) if setup.startswith("sync") else (launched > 0), "overlap path use"
     llm.engine.check_integrity()
+
+
+class _FixedLogits:
+    """Stands in for a transformers model: the same next-token logits after every prefix."""
+
+    def __init__(self, logits: list[float]):
+        import torch
+
+        self.logits = torch.tensor(logits)
+
+    def __call__(self, ids):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(logits=self.logits.expand(1, ids.shape[1], -1))
+
+
+def test_parity_check_accepts_only_a_tie_the_oracle_shows():
+    tie = _FixedLogits([0.0, 5.0, 5.0 - 1e-5, 1.0])  # tokens 1 and 2 within 1e-4 * max|logit|
+    assert_greedy_parity(tie, [[3]], [[1, 2]], [[1, 2]])
+    assert_greedy_parity(tie, [[3]], [[1, 2]], [[1, 1]])  # token 2 is as good as 1 after [1]
+    with pytest.raises(AssertionError, match="diverges at token 0: got 3"):
+        assert_greedy_parity(tie, [[3]], [[3, 1]], [[1, 1]])  # token 3 is 4.0 below: a real error
+    with pytest.raises(AssertionError, match="2 tie-explained"):
+        assert_greedy_parity(tie, [[3], [3]], [[2], [2]], [[1], [1]])
