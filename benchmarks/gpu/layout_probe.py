@@ -83,18 +83,52 @@ def hook(cls: type, name: str, fn, when: str, once: bool) -> None:
     setattr(cls, name, hooked)
 
 
+class RawPad:
+    """nbytes held by the driver's own cuMemAlloc (a mapping outside torch's caching allocator), freed on close."""
+
+    def __init__(self, nbytes: int):
+        import ctypes
+
+        torch.cuda.init()
+        torch.empty(1, device="cuda")  # the primary context is current on this thread
+        self._cuda = ctypes.CDLL("libcuda.so.1")
+        ptr = ctypes.c_uint64()
+        rc = self._cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes))
+        if rc:
+            raise RuntimeError(f"cuMemAlloc_v2({nbytes}) returned {rc}")
+        self.ptr = ptr.value
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def close(self) -> None:
+        if self.ptr:
+            import ctypes
+
+            torch.cuda.synchronize()
+            self._cuda.cuMemFree_v2(ctypes.c_uint64(self.ptr))
+            self.ptr = 0
+
+
+_RAW = False  # set by --raw: pads come from cuMemAlloc, not torch
+
+
+def new_pad(nbytes: int):
+    return RawPad(nbytes) if _RAW else torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+
+
 def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
     """A pad of nbytes held on the device now (site "load", returned) or at the next call of its SITES method
     (held in _PADS). Site "ready" is placed by main after the load."""
     if not nbytes or site == "ready":
         return None
     if site == "load":
-        return torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        return new_pad(nbytes)
     import importlib
 
     mod, cls, name, when = SITES[site]
     hook(getattr(importlib.import_module(mod), cls), name,
-         lambda _self: _PADS.append(torch.empty(nbytes, dtype=torch.uint8, device="cuda")), when, once=True)
+         lambda _self: _PADS.append(new_pad(nbytes)), when, once=True)
     return None
 
 
@@ -170,9 +204,13 @@ def main() -> None:
                     "norm weight (from 128 KiB) into one 2 MiB block of the large pool (fixed offsets in it)")
     ap.add_argument("--snapshot", default="", help="comma list of pads whose build dumps every live device block "
                     "(address, size, pool, allocating frames) under --out's folder")
+    ap.add_argument("--raw", action="store_true", help="pads come from the driver's cuMemAlloc (a mapping of their "
+                    "own, outside torch's caching allocator)")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    global _RAW
+    _RAW = a.raw
     wl = load_workload("bs1")
     req = wl.requests[0]
     builds = []
@@ -188,7 +226,7 @@ def main() -> None:
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True, engine_args=engine_args))
         backend.load()
         if a.site == "ready" and pad_n:
-            pad = torch.empty(pad_n << shift, dtype=torch.uint8, device="cuda")
+            pad = new_pad(pad_n << shift)
         if pad_n in snap_pads:
             dump_blocks(Path(a.out).with_name(f"blocks_{pad_n}{unit}_{Path(a.out).stem}.json"))
             torch.cuda.memory._record_memory_history(enabled=None)
@@ -198,13 +236,16 @@ def main() -> None:
         gaps = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"b{k}r{i}", timer)["median_gap_ms"]
                 for i in range(a.runs)]
         b = {"pad": pad_n, "unit": unit, "median_gap_ms": gaps, "median": statistics.median(gaps),
-             "site": a.site,
+             "site": a.site, "raw": a.raw,
              "pad_ptr": hex((pad if pad is not None else _PADS[-1]).data_ptr()) if pad_n else None,
              **addresses(engine)}
         builds.append(b)
         print(f"pad {pad_n:5d} {unit}: median step {b['median']:.4f} ms (runs {', '.join(f'{g:.4f}' for g in gaps)}) "
               f"weight {b['weight']} kv {b['kv_cache']} graph {b.get('graph_bs1_output')}", flush=True)
         backend.close()
+        for p in [pad, *_PADS]:
+            if isinstance(p, RawPad):
+                p.close()
         del backend, engine, timer, pad
         _PADS.clear()
         gc.collect()
