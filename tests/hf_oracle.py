@@ -32,24 +32,26 @@ def hf_logits(model, ids: list[int]) -> torch.Tensor:
 
 
 def assert_greedy_parity(model, prompts: list[list[int]], got: list[list[int]], expected: list[list[int]],
-                         rel_tol: float = 1e-4, max_ties: int = 1) -> None:
+                         rel_tol: float = 1e-4, max_ties: int = 1, what: str = "") -> None:
     """Each `got` equals transformers' greedy `expected`, or first diverges on a tie that the oracle shows.
 
     A divergence at position k is explained only when, in transformers' own logits for prompt + expected[:k],
     the engine's token scores within rel_tol * max|logit| of the argmax: fp32 summation order can flip such a
     near-tie, a wrong kernel cannot stay that close. At most `max_ties` sequences may diverge that way.
+    `what` prefixes the failure messages.
     """
-    assert len(got) == len(expected), f"{len(got)} outputs for {len(expected)} prompts"
+    what = f"{what}: " if what else ""
+    assert len(got) == len(expected), f"{what}{len(got)} outputs for {len(expected)} prompts"
     ties = []
     for i, (prompt, g, e) in enumerate(zip(prompts, got, expected)):
         if g == e:
             continue
-        assert len(g) == len(e), f"prompt {i}: {len(g)} tokens, transformers gave {len(e)}"
+        assert len(g) == len(e), f"{what}prompt {i}: {len(g)} tokens, transformers gave {len(e)}"
         k = next(j for j in range(len(e)) if g[j] != e[j])
         logits = hf_logits(model, prompt + e[:k])[-1]
         gap = (logits[e[k]] - logits[g[k]]).item()
         bound = rel_tol * logits.abs().max().item()
-        assert gap <= bound, (f"prompt {i} diverges at token {k}: got {g[k]}, transformers {e[k]}; "
+        assert gap <= bound, (f"{what}prompt {i} diverges at token {k}: got {g[k]}, transformers {e[k]}; "
                               f"logit gap {gap:.3g} > tie bound {bound:.3g}")
         ties.append((i, k, gap))
-    assert len(ties) <= max_ties, f"{len(ties)} tie-explained divergences (prompt, pos, gap): {ties}"
+    assert len(ties) <= max_ties, f"{what}{len(ties)} tie-explained divergences (prompt, pos, gap): {ties}"

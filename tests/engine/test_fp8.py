@@ -9,7 +9,7 @@ import torch
 
 from tachyon import LLM
 from tests.engine.fp8_oracle import first_token_logprob, greedy, hf_fp8_model, last_logprob
-from tests.hf_oracle import hf_greedy
+from tests.hf_oracle import assert_greedy_parity, hf_greedy
 
 NEW_TOKENS = 8
 
@@ -28,7 +28,7 @@ def test_fp8_greedy_matches_fake_quantized_transformers(arch):
     assert layer.self_attn.qkv_proj.weight.dtype == torch.float8_e4m3fn
     assert layer.mlp.down_proj.weight.dtype == torch.float8_e4m3fn
     assert llm.engine.model.lm_head.weight.dtype == torch.float32  # the output projection stays unquantized
-    assert greedy(llm, prompts, NEW_TOKENS) == expected
+    assert_greedy_parity(hf, prompts, greedy(llm, prompts, NEW_TOKENS), expected)
     # the first token's log-prob: the fake-quantized oracle's to fp32 rounding, and measurably not the
     # unquantized model's (else the check above would be blind to a missing quantization)
     tok, lp = first_token_logprob(llm, prompts[0])

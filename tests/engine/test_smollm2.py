@@ -3,7 +3,7 @@
 import pytest
 
 from tachyon import LLM, SamplingParams
-from tests.hf_oracle import hf_greedy, hf_model
+from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
 
 PROMPTS = [
     "The capital of France is",
@@ -46,12 +46,14 @@ def test_greedy_parity_with_transformers(smol):
     prompts = [tok.encode(p) for p in PROMPTS]
     expected = [hf_greedy(hf, p, 16) for p in prompts]
     sp = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
-    for p, exp in zip(prompts[:2], expected[:2]):  # one request at a time
-        assert smol.generate([p], sp, use_tqdm=False)[0].outputs[0].token_ids == exp
-    assert [o.outputs[0].token_ids for o in smol.generate(prompts, sp, use_tqdm=False)] == expected
+    alone = [smol.generate([p], sp, use_tqdm=False)[0].outputs[0].token_ids for p in prompts[:2]]  # one at a time
+    assert_greedy_parity(hf, prompts[:2], alone, expected[:2])
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in smol.generate(prompts, sp, use_tqdm=False)],
+                         expected)
     chunked = LLM(None, device="cpu", dtype="float32", max_model_len=40, max_num_batched_tokens=5,
                   num_kv_blocks=12, block_size=4)
-    assert [o.outputs[0].token_ids for o in chunked.generate(prompts, sp, use_tqdm=False)] == expected
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in chunked.generate(prompts, sp, use_tqdm=False)],
+                         expected)
     assert chunked.engine.scheduler.num_preemptions > 0
     chunked.engine.check_integrity()
 
