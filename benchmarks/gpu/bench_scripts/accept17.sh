@@ -3,7 +3,6 @@
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/accept17.sh (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
-f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }
 R=/tmp/accept17
 mkdir -p $R/offline
 pack() { tar czf $OUT/accept17.tgz -C $R .; }

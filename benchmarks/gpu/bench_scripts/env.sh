@@ -2,3 +2,4 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TACHYON_TEST_SKIP_MISSING_MODELS=1 TACHYON_GIT_SHA=${TACHYON_GIT_SHA:-unknown}
 mkdir -p /tmp/res
 B="python3 benchmarks/gpu/bench_scripts/bench.py"
+f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }  # log filter (older scripts define their own)

@@ -4,7 +4,6 @@
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/final17.sh (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
-f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }
 R=/tmp/final17
 mkdir -p $R/smoke
 pack() { tar czf $OUT/final17.tgz -C $R .; }

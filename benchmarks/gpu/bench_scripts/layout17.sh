@@ -5,7 +5,6 @@
 # before the load, and once the engine is built (--site ready, 256 KiB and 2 MiB: a new mapping after start-up).
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/layout17.sh (carry .whl)
 . benchmarks/gpu/bench_scripts/env.sh
-f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }
 R=/tmp/layout17
 mkdir -p $R
 pack() { tar czf $OUT/layout17.tgz -C $R .; }
