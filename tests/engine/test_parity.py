@@ -1,4 +1,5 @@
-"""Greedy tokens equal transformers `generate` (fp32, CPU) whatever the batch mix, chunking or preemption."""
+"""Greedy tokens equal transformers `generate` (fp32, CPU) whatever the batch mix, chunking or preemption
+(or first diverge on a near-tie that transformers' own logits show: `assert_greedy_parity`)."""
 
 import random
 import zlib
