@@ -41,7 +41,8 @@ def assert_greedy_parity(model, prompts: list[list[int]], got: list[list[int]], 
     `what` prefixes the failure messages.
     """
     what = f"{what}: " if what else ""
-    assert len(got) == len(expected), f"{what}{len(got)} outputs for {len(expected)} prompts"
+    assert len(prompts) == len(got) == len(expected), (f"{what}{len(prompts)} prompts, {len(got)} outputs, "
+                                                       f"{len(expected)} expected")
     ties = []
     for i, (prompt, g, e) in enumerate(zip(prompts, got, expected)):
         if g == e:

@@ -89,8 +89,7 @@ class RawPad:
     def __init__(self, nbytes: int):
         import ctypes
 
-        torch.cuda.init()
-        torch.empty(1, device="cuda")  # the primary context is current on this thread
+        torch.cuda.synchronize()  # the primary context current on this thread, with no allocation of torch's
         self._cuda = ctypes.CDLL("libcuda.so.1")
         ptr = ctypes.c_uint64()
         rc = self._cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes))
@@ -113,11 +112,11 @@ class RawPad:
 _RAW = False  # set by --raw: pads come from cuMemAlloc, not torch
 
 
-def new_pad(nbytes: int):
+def new_pad(nbytes: int) -> torch.Tensor | RawPad:
     return RawPad(nbytes) if _RAW else torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
 
-def place_pad(site: str, nbytes: int) -> torch.Tensor | None:
+def place_pad(site: str, nbytes: int) -> torch.Tensor | RawPad | None:
     """A pad of nbytes held on the device now (site "load", returned) or at the next call of its SITES method
     (held in _PADS). Site "ready" is placed by main after the load."""
     if not nbytes or site == "ready":
