@@ -43,9 +43,6 @@ class EngineConfig:
     enable_chunked_prefill: bool = True
     watermark: float = 0.01
     enforce_eager: bool = False
-    # CUDA only: the process's caching allocator uses expandable segments (engine/allocator.py says why), unless
-    # PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF is set. Process-wide.
-    expandable_segments: bool = True
     # prefill / mixed steps of at most this many tokens (and 8 requests) replay CUDA graphs; 0: eager
     prefill_graph_max_tokens: int = 512
     overlap_scheduling: bool = True

@@ -204,14 +204,6 @@ def test_cli_flags(tmp_path):
     assert cfg.models[0].engine_args["model"] == "/m" and cfg.rate_limit == "60/minute"
 
 
-def test_serve_passes_the_allocator_flag_only_when_given():
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    plain = build_config(parser.parse_args(["serve", "--model", "/m"])).models[0].engine_args
-    off = build_config(parser.parse_args(["serve", "--model", "/m", "--no-expandable-segments"])).models[0].engine_args
-    assert "expandable_segments" not in plain and off["expandable_segments"] is False
-
-
 def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
     """`tachyon serve` loads every model, then freezes the heap, then serves: the engines' objects are out of the
     collector's scans while requests run."""

@@ -1,6 +1,7 @@
-"""Does the engine's allocator call take effect on this torch? Prints the settings calls torch has, which one
-tachyon.engine.allocator picks, what it returned, and whether the segments made afterwards (an ordinary block and
-a CUDA graph's private pool) are expandable, from torch's memory snapshot.
+"""Does torch's runtime allocator-settings call take effect on this torch? Prints the settings calls torch has,
+turns on expandable segments through the first one (unless PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF is set, as
+the engine did at 7e48ea0-0a44030) and reports from torch's memory snapshot whether the segments made afterwards (an
+ordinary block and a CUDA graph's private pool) are expandable.
 
 Usage (GPU): python benchmarks/gpu/alloc_probe.py
 """
@@ -11,7 +12,8 @@ import os
 
 import torch
 
-from tachyon.engine import allocator
+ALLOC_CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+SETTERS = ("_accelerator_setAllocatorSettings", "_cuda_cudaCachingAllocator_set_allocator_settings")
 
 
 def segments() -> list[tuple[str, int, bool | None]]:
@@ -19,10 +21,13 @@ def segments() -> list[tuple[str, int, bool | None]]:
 
 
 def main() -> None:
-    print("torch", torch.__version__, "env", {v: os.environ.get(v) for v in allocator.ALLOC_CONF_VARS})
+    print("torch", torch.__version__, "env", {v: os.environ.get(v) for v in ALLOC_CONF_VARS})
     print("settings calls:", [n for n in dir(torch._C) if "llocator" in n and "etting" in n])
-    print("picked:", getattr(allocator._setter(), "__name__", None))
-    print("use_expandable_segments:", allocator.use_expandable_segments(torch.device("cuda")))
+    setter = next((getattr(torch._C, n) for n in SETTERS if hasattr(torch._C, n)), None)
+    print("picked:", getattr(setter, "__name__", None))
+    if setter is not None and not any(os.environ.get(v) for v in ALLOC_CONF_VARS):
+        setter("expandable_segments:True")
+        print("set expandable_segments:True at run time")
     x = torch.empty(1 << 20, device="cuda")
     print("after a 4 MiB tensor:", segments())
     g = torch.cuda.CUDAGraph()

@@ -34,8 +34,6 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-batched-tokens", type=int, default=2048)
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--enforce-eager", action="store_true")
-    p.add_argument("--no-expandable-segments", dest="expandable_segments", action="store_false",
-                   help="keep torch's default CUDA allocator (the engine otherwise turns on expandable segments)")
     p.add_argument("--prefill-graph-max-tokens", type=int, default=512,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager)")
     p.add_argument("--quantization", default=None, choices=["fp8"],
@@ -50,7 +48,6 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
                 max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
                 max_num_batched_tokens=args.max_num_batched_tokens,
                 gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
-                expandable_segments=args.expandable_segments,
                 prefill_graph_max_tokens=args.prefill_graph_max_tokens, seed=args.seed,
                 quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import torch
 
 from tachyon.config import EngineConfig
-from tachyon.engine.allocator import use_expandable_segments
 from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
@@ -57,8 +56,6 @@ class LLMEngine:
         t0 = time.perf_counter()
         self.device = config.resolved_device()
         self.dtype = config.resolved_dtype()
-        if config.expandable_segments:
-            use_expandable_segments(self.device)
         resolved = resolve_model(config.model, config.load_format)
         if config.hf_config_overrides:
             resolved.hf_config.update(config.hf_config_overrides)

@@ -26,7 +26,6 @@ _ENGINE_FLAGS = (
     "prefill_graph_max_tokens",
     "quantization",
     "kv_cache_dtype",
-    "expandable_segments",
 )
 
 
@@ -54,9 +53,6 @@ def register(subparsers: Any) -> None:
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--enforce-eager", action="store_true", default=None)
-    m.add_argument("--no-expandable-segments", dest="expandable_segments", action="store_const", const=False,
-                   default=None, help="keep torch's default CUDA allocator (the engine otherwise turns on expandable "
-                   "segments)")
     m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
     m.add_argument("--quantization", default=None, choices=["fp8"],

@@ -1,3 +1,5 @@
+# (Ran at 7e48ea0, where the engine turned on expandable segments; reverted after expand17d.sh: at head the engine keeps
+# torch's default allocator, so this script now measures that. benchmarks/results/session17/README.md has both.)
 # Session 17, fourth call: the engine now turns on expandable segments (engine/allocator.py). (1) the GPU kernel
 # tests, 8 xdist workers, full log kept (final17's 220 s run printed no summary); (2) the allocator setting torch
 # reports once the engine's call ran; (3) every standard workload on each shape (engine_smoke, parity on 0.6B), to

@@ -1,3 +1,4 @@
+# (Ran at 011e9b5, when alloc_probe.py called the engine's allocator module; it now calls torch's setter itself.)
 # Session 17, fifth call: does the engine's runtime allocator call work on the device's torch (2.11)? alloc_probe.py
 # with the engine's call and with PYTORCH_CUDA_ALLOC_CONF (torch's start-up route); then Qwen3-0.6B bs1 in eight
 # separate processes (--repeats 3), alternating the engine's default and the variable. Packed into $OUT/expand17b.tgz.
