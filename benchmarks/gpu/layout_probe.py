@@ -205,6 +205,11 @@ def main() -> None:
                     "(address, size, pool, allocating frames) under --out's folder")
     ap.add_argument("--raw", action="store_true", help="pads come from the driver's cuMemAlloc (a mapping of their "
                     "own, outside torch's caching allocator)")
+    ap.add_argument("--own-pool", action="store_true", help="each build's load (weights, KV cache, graph capture) "
+                    "allocates into a fresh torch.cuda.MemPool, so the process's earlier blocks cannot shift its own")
+    ap.add_argument("--hf-first", action="store_true", help="before the builds, load transformers' model of the same "
+                    "shape, run the bs1 warm-up through it (32 tokens) and close it, as `bench offline --backend "
+                    "hf,tachyon` does")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -217,13 +222,24 @@ def main() -> None:
     if a.qsl_large or a.arena:
         pin_small_buffers(qsl_only=not a.arena)
     snap_pads = {int(p) for p in a.snapshot.split(",") if p}
+    if a.hf_first:
+        hf = get_backend("hf", BackendOptions(model=a.model, dummy=True))
+        hf.load()
+        hf.run(warmup_workload(wl, max_tokens=32, num_requests=1))
+        hf.close()
+        del hf
+        gc.collect()
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
         pad = place_pad(a.site, pad_n << shift)
         if pad_n in snap_pads:
             torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
         engine_args = {"prefill_graph_max_tokens": 0} if a.no_prefill_graphs else {}
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True, engine_args=engine_args))
-        backend.load()
+        if a.own_pool:
+            with torch.cuda.use_mem_pool(torch.cuda.MemPool()):
+                backend.load()
+        else:
+            backend.load()
         if a.site == "ready" and pad_n:
             pad = new_pad(pad_n << shift)
         if pad_n in snap_pads:
@@ -235,7 +251,7 @@ def main() -> None:
         gaps = [one_run(engine, list(req.prompt_token_ids), req.max_tokens, f"b{k}r{i}", timer)["median_gap_ms"]
                 for i in range(a.runs)]
         b = {"pad": pad_n, "unit": unit, "median_gap_ms": gaps, "median": statistics.median(gaps),
-             "site": a.site, "raw": a.raw,
+             "site": a.site, "raw": a.raw, "own_pool": a.own_pool, "hf_first": a.hf_first,
              "pad_ptr": hex((pad if pad is not None else _PADS[-1]).data_ptr()) if pad_n else None,
              **addresses(engine)}
         builds.append(b)
