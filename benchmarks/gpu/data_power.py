@@ -7,22 +7,18 @@ Data schemes (weights W, activations X):
   uniform  W ~ U(-1e-3, 1e-3), X ~ U(-1e-3, 1e-3)  (vLLM's dummy init everywhere)
   zeros    W = X = 0                              (no toggling: the board's low end)
 
-Usage (GPU machine, repo root): python3 benchmarks/gpu/data_power.py --out $OUT/data_power.json
+Usage (GPU machine, repo root, PYTHONPATH=$PWD as bench_scripts/env.sh sets):
+  python3 benchmarks/gpu/data_power.py --out $OUT/data_power.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import torch  # noqa: E402
-
-from benchmarks.gpu.hf_warm_probe import ClockSampler  # noqa: E402
+import torch
+from hf_warm_probe import ClockSampler  # same folder (the script folder is on sys.path)
 
 SHAPES = {  # name: (M, K, N)
     "square8192": (8192, 8192, 8192),

@@ -3,7 +3,9 @@ Builds the acceptance engine (the bench's Tachyon backend) once per pad, each ti
 (or KiB) on the device at one point of the start-up (--site), so what is allocated after it lands elsewhere; times
 batch-1 runs on each build with bs1_steps.one_run (median step gap per run) and records the base addresses of the
 first weight, the first layer's KV cache and the batch-1 graph's output. --qsl-large / --arena move named small
-buffers to fixed offsets of one 2 MiB block first; --snapshot dumps every live block of chosen builds.
+buffers to fixed offsets of one 2 MiB block first; --snapshot dumps every live block of chosen builds; --raw takes
+the pads from the driver's cuMemAlloc; --own-pool loads each build into a fresh MemPool; --hf-first runs
+transformers in the process first.
 
 If the mode follows the pad (the same pads slow in two processes, others fast), placement sets it; if a process
 stays in one mode across every build, it is a state of the process, not of its buffers.
@@ -14,6 +16,7 @@ Usage (GPU): python benchmarks/gpu/layout_probe.py --pads 0,1,2,3,5,8,64,1024 --
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import statistics
@@ -109,25 +112,22 @@ class RawPad:
             self.ptr = 0
 
 
-_RAW = False  # set by --raw: pads come from cuMemAlloc, not torch
+def new_pad(nbytes: int, raw: bool) -> torch.Tensor | RawPad:
+    return RawPad(nbytes) if raw else torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 
 
-def new_pad(nbytes: int) -> torch.Tensor | RawPad:
-    return RawPad(nbytes) if _RAW else torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-
-
-def place_pad(site: str, nbytes: int) -> torch.Tensor | RawPad | None:
+def place_pad(site: str, nbytes: int, raw: bool) -> torch.Tensor | RawPad | None:
     """A pad of nbytes held on the device now (site "load", returned) or at the next call of its SITES method
     (held in _PADS). Site "ready" is placed by main after the load."""
     if not nbytes or site == "ready":
         return None
     if site == "load":
-        return new_pad(nbytes)
+        return new_pad(nbytes, raw)
     import importlib
 
     mod, cls, name, when = SITES[site]
     hook(getattr(importlib.import_module(mod), cls), name,
-         lambda _self: _PADS.append(new_pad(nbytes)), when, once=True)
+         lambda _self: _PADS.append(new_pad(nbytes, raw)), when, once=True)
     return None
 
 
@@ -213,8 +213,6 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    global _RAW
-    _RAW = a.raw
     wl = load_workload("bs1")
     req = wl.requests[0]
     builds = []
@@ -230,18 +228,16 @@ def main() -> None:
         del hf
         gc.collect()
     for k, pad_n in enumerate(int(p) for p in a.pads.split(",")):
-        pad = place_pad(a.site, pad_n << shift)
+        pad = place_pad(a.site, pad_n << shift, a.raw)
         if pad_n in snap_pads:
             torch.cuda.memory._record_memory_history(stacks="python", max_entries=200_000)
         engine_args = {"prefill_graph_max_tokens": 0} if a.no_prefill_graphs else {}
         backend = get_backend("tachyon", BackendOptions(model=a.model, dummy=True, engine_args=engine_args))
-        if a.own_pool:
-            with torch.cuda.use_mem_pool(torch.cuda.MemPool()):
-                backend.load()
-        else:
+        pool = torch.cuda.MemPool() if a.own_pool else None  # held until the build is closed
+        with torch.cuda.use_mem_pool(pool) if pool is not None else contextlib.nullcontext():
             backend.load()
         if a.site == "ready" and pad_n:
-            pad = new_pad(pad_n << shift)
+            pad = new_pad(pad_n << shift, a.raw)
         if pad_n in snap_pads:
             dump_blocks(Path(a.out).with_name(f"blocks_{pad_n}{unit}_{Path(a.out).stem}.json"))
             torch.cuda.memory._record_memory_history(enabled=None)
@@ -261,7 +257,7 @@ def main() -> None:
         for p in [pad, *_PADS]:
             if isinstance(p, RawPad):
                 p.close()
-        del backend, engine, timer, pad
+        del backend, engine, timer, pad, pool
         _PADS.clear()
         gc.collect()
         torch.cuda.empty_cache()

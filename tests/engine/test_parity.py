@@ -3,8 +3,10 @@
 
 import random
 import zlib
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from tachyon import LLM, SamplingParams
 from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
@@ -61,13 +63,9 @@ class _FixedLogits:
     """Stands in for a transformers model: the same next-token logits after every prefix."""
 
     def __init__(self, logits: list[float]):
-        import torch
-
         self.logits = torch.tensor(logits)
 
     def __call__(self, ids):
-        from types import SimpleNamespace
-
         return SimpleNamespace(logits=self.logits.expand(1, ids.shape[1], -1))
 
 
