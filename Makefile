@@ -21,9 +21,13 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/tachyon demo
 
+# the suite runs in PYTEST_WORKERS processes (pytest-xdist), a test file per worker at a time so module fixtures
+# (servers, models) start once; tests/conftest.py splits the cores' torch threads among them
+PYTEST_WORKERS ?= 2
+
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q -x --durations=15
+	$(BIN)/pytest -q -x -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 lint: install
 	$(BIN)/ruff check .

@@ -5,6 +5,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # parallel workers (make test): share the cores, do not oversubscribe
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 from tests.tiny_models import smollm2_gguf_path, tiny_model_dir  # noqa: E402
 
 

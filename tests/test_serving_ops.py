@@ -6,14 +6,13 @@ import asyncio
 import hashlib
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.serving.harness import Server, assert_error_shape, engine_args
+from tests.serving.harness import Server, assert_error_shape, engine_args, scratch_file
 from tests.tiny_models import tiny_model_dir
 
 MARKER = "ZQXJ-marker-prompt-7f3a"
@@ -25,11 +24,8 @@ QUEUE = 3  # --max-queue N; the burst is 10 * N
 
 
 def _key_file(keys: list[str]) -> str:
-    fd, path = tempfile.mkstemp(prefix="tachyon-keys-", suffix=".txt")
-    with os.fdopen(fd, "w") as f:
-        f.write("# sha256 of each accepted key\n")
-        f.writelines(hashlib.sha256(k.encode()).hexdigest() + "\n" for k in keys)
-    return path
+    lines = ["# sha256 of each accepted key\n"] + [hashlib.sha256(k.encode()).hexdigest() + "\n" for k in keys]
+    return str(scratch_file("keys-", ".txt", "".join(lines)))
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +148,7 @@ def test_marker_never_logged(guard_server):
 
 @pytest.fixture(scope="module")
 def ops_server():
-    fd, cfg = tempfile.mkstemp(prefix="tachyon-models-", suffix=".yaml")
-    with os.fdopen(fd, "w") as f:
-        f.write(f"""models:
+    cfg = str(scratch_file("models-", ".yaml", f"""models:
   - name: alpha
     model: {tiny_model_dir("llama")}
     dtype: float32
@@ -167,7 +161,7 @@ def ops_server():
     max_model_len: 256
     memory_share: 0.4
     num_kv_blocks: 1024
-""")
+"""))
     s = Server(["--config", cfg, "--device", "cpu", "--drain-timeout", "30", "--api-key", "sk-ops"], "sk-ops")
     yield s
     s.stop()

