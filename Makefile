@@ -22,13 +22,12 @@ demo: install
 	$(BIN)/tachyon demo
 
 # the suite runs in PYTEST_WORKERS processes (pytest-xdist), a test file per worker at a time so module fixtures
-# (servers, models) start once, in collection order (tests/conftest.py puts the longest files first and splits
-# the cores' torch threads among the workers)
+# (servers, models) start once; tests/conftest.py splits the cores' torch threads among the workers
 PYTEST_WORKERS ?= 2
 
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q -x -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+	$(BIN)/pytest -q -x -n $(PYTEST_WORKERS) --dist loadfile --durations=15
 
 lint: install
 	$(BIN)/ruff check .

