@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tachyon._files import write_text_atomic
 from tachyon.models.shapes import BUILTIN_SHAPES
 
 DTYPE_BYTES = {
@@ -127,9 +127,6 @@ def shape_dir(name: str, root: str | None = None) -> str:
     base.mkdir(parents=True, exist_ok=True)
     cfg = base / "config.json"
     text = json.dumps(BUILTIN_CONFIGS[key], indent=2, sort_keys=True)
-    if not cfg.exists() or cfg.read_text() != text:  # atomic: a concurrent process never reads half of it
-        fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=base)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, cfg)
+    if not cfg.exists() or cfg.read_text() != text:
+        write_text_atomic(cfg, text)  # a concurrent process never reads half of it
     return str(base)

@@ -18,10 +18,11 @@ import hashlib
 import importlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import torch
+
+from tachyon._files import write_text_atomic
 
 _USER: dict[str, object] | None = None
 _SHIPPED: dict[str, dict[str, object]] = {}
@@ -117,9 +118,6 @@ def remember(tag: str, key: str, choice: tuple | None) -> None:
     path = _user_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(user, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(user, indent=1, sort_keys=True))
     except OSError:
         pass  # a read-only home only costs the next start its tuning time
