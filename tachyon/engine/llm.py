@@ -11,11 +11,21 @@ from tachyon.sampling import RequestOutput, SamplingParams
 
 Prompt = str | list[int] | dict
 
+# `LLM`'s per-step token budget when none is given. An offline job wants throughput: fewer, larger prefill steps
+# (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, ~25,700 at 8,192). The server keeps EngineConfig's 2,048,
+# which bounds how long one prefill step holds up the running decodes.
+OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
+
 
 class LLM:
-    """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct)."""
+    """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
+
+    Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
+    OFFLINE_MAX_NUM_BATCHED_TOKENS."""
 
     def __init__(self, model: str | None = None, **engine_args):
+        if engine_args.get("max_num_batched_tokens") is None:
+            engine_args["max_num_batched_tokens"] = OFFLINE_MAX_NUM_BATCHED_TOKENS
         self.engine = LLMEngine(EngineConfig.from_kwargs(model=model, **engine_args))
         self._ids = itertools.count()
 

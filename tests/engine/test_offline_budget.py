@@ -1,0 +1,35 @@
+"""The offline LLM's per-step token budget: larger than the server's, so a batch of prompts prefills in fewer steps."""
+
+import pytest
+
+from tachyon import LLM, SamplingParams
+from tachyon.config import EngineConfig
+from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS
+
+
+def _computed_after_one_step(llm: LLM, prompt_len: int, n: int) -> list[int]:
+    """Queue `n` prompts, run one engine step, return each request's computed tokens; then abort them all."""
+    eng = llm.engine
+    for i in range(n):
+        eng.add_request(str(i), [5 + i] * prompt_len, SamplingParams(max_tokens=4))
+    eng.step()
+    computed = sorted(r.num_computed_tokens for r in eng.scheduler.running)
+    for i in range(n):
+        eng.abort(str(i))
+    eng.check_integrity()
+    return computed
+
+
+@pytest.mark.parametrize("budget,computed", [
+    (None, [1000, 1000, 1000]),  # the offline default: all three prompts in one step
+    (2048, [48, 1000, 1000]),  # the server's: two prompts and a 48-token chunk of the third
+])
+def test_offline_llm_budget(tiny_llama, budget, computed):
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=1024, max_num_batched_tokens=budget)
+    assert llm.engine.config.max_num_batched_tokens == (budget or OFFLINE_MAX_NUM_BATCHED_TOKENS)
+    assert _computed_after_one_step(llm, 1000, 3) == computed
+
+
+def test_server_default_budget_is_smaller():
+    """The server builds EngineConfig directly: its steps stay short so a prefill holds decodes up less."""
+    assert EngineConfig().max_num_batched_tokens == 2048 < OFFLINE_MAX_NUM_BATCHED_TOKENS
