@@ -22,6 +22,9 @@ from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 
 PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
+# Prompt logprobs take the full-vocabulary logits of every prompt row, ~11 bytes per (row, vocab entry) at their peak
+# (logits, fp32 log-softmax, the rank mask): 512 rows of a 152k vocabulary ~0.9 GB, whatever the step's token budget.
+PROMPT_LOGPROB_ROWS = 512
 
 
 def prune_last_layer() -> bool:
@@ -331,7 +334,9 @@ class ModelRunner:
             last = min(start + n, req.num_prompt_tokens - 1)
             if first < start or first >= last:
                 continue
-            rows = hidden[qsl[i] + first - start: qsl[i] + last - start]
-            targets = req.prompt_token_ids[first + 1: last + 1]
-            entries = compute_logprobs(self.model.compute_logits(rows), targets, req.params.prompt_logprobs)
-            req.prompt_logprobs.extend(logprob_dict(t, e) for t, e in zip(targets, entries))
+            for a in range(first, last, PROMPT_LOGPROB_ROWS):
+                b = min(a + PROMPT_LOGPROB_ROWS, last)
+                rows = hidden[qsl[i] + a - start: qsl[i] + b - start]
+                targets = req.prompt_token_ids[a + 1: b + 1]
+                entries = compute_logprobs(self.model.compute_logits(rows), targets, req.params.prompt_logprobs)
+                req.prompt_logprobs.extend(logprob_dict(t, e) for t, e in zip(targets, entries))

@@ -144,6 +144,23 @@ def test_logprobs_match_transformers_log_softmax(llm, tiny_llama):
         assert len(d) in (3, 4)
 
 
+def test_prompt_logprobs_in_row_slices_match_transformers(llm, tiny_llama, monkeypatch):
+    """Prompt logits are taken a slice of rows at a time (bounded memory at any step budget): slices of 4 rows over a
+    23-token prompt (22 entries: 5 full slices and a short one) still give every position transformers' logprob."""
+    from tachyon.engine import runner
+    monkeypatch.setattr(runner, "PROMPT_LOGPROB_ROWS", 4)
+    p = _prompt(11, 23)
+    out = llm.generate([p], SamplingParams(temperature=0, max_tokens=1, prompt_logprobs=2), use_tqdm=False)[0]
+    ref = torch.log_softmax(hf_logits(hf_model(tiny_llama), p), dim=-1)
+    assert out.prompt_logprobs[0] is None and len(out.prompt_logprobs) == len(p)
+    for j in range(1, len(p)):
+        d = out.prompt_logprobs[j]
+        assert abs(d[p[j]].logprob - ref[j - 1, p[j]].item()) < 1e-4
+        row, x = ref[j - 1], ref[j - 1, p[j]]  # near-flat logits: a rank within fp32 noise of the reference's
+        assert int((row > x + 1e-4).sum()) + 1 <= d[p[j]].rank <= int((row > x - 1e-4).sum()) + 1
+        assert len(d) in (2, 3)
+
+
 def test_repetition_penalty_matches_transformers(llm, tiny_llama):
     p = _prompt(12)
     hf = hf_model(tiny_llama)
