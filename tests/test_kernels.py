@@ -81,8 +81,11 @@ MIXED = [(0, 7), (20, 1), (33, 5), (0, 1), (15, 17), (47, 1), (16, 16), (5, 3)]
 DECODE = [(0, 1), (18, 1), (63, 1), (100, 1), (31, 1)]
 
 
+@pytest.mark.parametrize("query_rows", [1024, 4])  # 4: the reference's query blocks split most sequences here
 @pytest.mark.parametrize("Hq,Hkv,D,block_size", [(4, 4, 32, 16), (8, 2, 64, 16), (6, 2, 48, 8)])
-def test_attention_ref_matches_sdpa(Hq, Hkv, D, block_size):
+def test_attention_ref_matches_sdpa(Hq, Hkv, D, block_size, query_rows, monkeypatch):
+    # the module by import path: the package exports a function named `attention`, which hides it as an attribute
+    monkeypatch.setattr(importlib.import_module("tachyon.kernels.attention"), "_REF_QUERY_ROWS", query_rows)
     gen = torch.Generator().manual_seed(0)
     q, cache, meta, dense = make_batch(MIXED, Hq, Hkv, D, block_size, torch.float32, gen)
     out = K.attention_ref(q, cache, **meta)

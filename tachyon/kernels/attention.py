@@ -22,6 +22,8 @@ from tachyon.kernels.attention_config import decode_config, decode_early_tile, d
 from tachyon.kernels.quant_fp8 import to_dot_dtype
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
+_REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
+
 
 def attention_ref(
     q: torch.Tensor,
@@ -35,7 +37,8 @@ def attention_ref(
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
 ) -> torch.Tensor:
-    """Plain torch: per sequence, gather K/V through the block table, fp32 softmax."""
+    """Plain torch: per sequence, gather K/V through the block table, fp32 softmax; queries `_REF_QUERY_ROWS` at a
+    time, so the score matrix stays [heads, 1024, keys] however long the step's prompt chunk."""
     T, Hq, D = q.shape
     block_size, Hkv = kv_cache.shape[2], kv_cache.shape[3]
     G = Hq // Hkv
@@ -52,17 +55,19 @@ def attention_ref(
         blocks = block_tables[b, :nblk].long()
         k = kv_cache[0, blocks].reshape(nblk * block_size, Hkv, D)[:S]
         v = kv_cache[1, blocks].reshape(nblk * block_size, Hkv, D)[:S]
-        qb = q[s:e].float().reshape(L, Hkv, G, D).permute(1, 2, 0, 3)  # [Hkv, G, L, D]
         kb = k.float().permute(1, 0, 2).unsqueeze(1)  # [Hkv, 1, S, D]
         vb = v.float().permute(1, 0, 2).unsqueeze(1)
-        scores = torch.matmul(qb, kb.transpose(-1, -2)) * scale  # [Hkv, G, L, S]
-        if L > 1:
-            qpos = torch.arange(S - L, S, device=q.device).unsqueeze(1)
-            kpos = torch.arange(S, device=q.device).unsqueeze(0)
-            scores.masked_fill_(kpos > qpos, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
-        o = torch.matmul(probs, vb)  # [Hkv, G, L, D]
-        out[s:e] = o.permute(2, 0, 1, 3).reshape(L, Hq, D).to(out.dtype)
+        kpos = torch.arange(S, device=q.device).unsqueeze(0)
+        for r0 in range(0, L, _REF_QUERY_ROWS):
+            r1 = min(r0 + _REF_QUERY_ROWS, L)
+            qb = q[s + r0:s + r1].float().reshape(r1 - r0, Hkv, G, D).permute(1, 2, 0, 3)  # [Hkv, G, rows, D]
+            scores = torch.matmul(qb, kb.transpose(-1, -2)) * scale  # [Hkv, G, rows, S]
+            if L > 1:
+                qpos = torch.arange(S - L + r0, S - L + r1, device=q.device).unsqueeze(1)
+                scores.masked_fill_(kpos > qpos, float("-inf"))
+            probs = torch.softmax(scores, dim=-1)
+            o = torch.matmul(probs, vb)  # [Hkv, G, rows, D]
+            out[s + r0:s + r1] = o.permute(2, 0, 1, 3).reshape(r1 - r0, Hq, D).to(out.dtype)
     return out
 
 
