@@ -1,9 +1,10 @@
-"""DRAM bytes a decode step's cuBLAS GEMMs read, against the weight bytes they must read (run under Nsight Compute).
+"""DRAM bytes the Qwen2.5-7B projections' cuBLAS GEMMs read at given row counts (decode batches, prefill chunks),
+against the least they must read (run under Nsight Compute).
 
-Runs each Qwen2.5-7B projection (qkv, o, gate_up, down, lm_head) as `x @ W.T` in bf16 at the given row counts,
-one launch per (shape, rows) after a warm-up, between NVTX ranges named `<proj>_M<rows>` so that
-`ncu --nvtx --nvtx-include` or the kernel order can attribute the counters. If cuBLAS re-reads a weight per
-row tile instead of once from L2, DRAM bytes exceed the weight's bytes: energy a different tiling could save.
+Runs each projection (qkv, o, gate_up, down, lm_head) as `x @ W.T` in bf16, one launch per (shape, rows) after a
+warm-up and an L2 flush, between NVTX ranges named `<proj>_M<rows>`; `ncu --nvtx --nvtx-include` or the kernel
+order attributes the counters (session19's table used the order: warm-up GEMM, flush, timed GEMM). If cuBLAS
+re-reads an operand per tile instead of once from L2, DRAM bytes exceed weight + input bytes.
 
 Usage (device): ncu --clock-control none --metrics dram__bytes_read.sum,gpu__time_duration.sum --csv \\
     python3 benchmarks/gpu/gemm_dram_probe.py --rows 96,256 > out.csv

@@ -12,8 +12,8 @@ from tachyon.sampling import RequestOutput, SamplingParams
 Prompt = str | list[int] | dict
 
 # `LLM`'s per-step token budget when none is given. An offline job wants throughput: fewer, larger prefill steps
-# (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, ~25,700 at 8,192). The server keeps EngineConfig's 2,048,
-# which bounds how long one prefill step holds up the running decodes.
+# (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, 26,389.5 at 8,192; benchmarks/results/session19/). The
+# server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
 
 
