@@ -24,7 +24,7 @@ import json
 import time
 
 import torch
-from hf_warm_probe import ClockSampler  # same folder (the script folder is on sys.path)
+from clock_sampler import ClockSampler  # same folder (the script folder is on sys.path)
 
 SHAPES = {  # name: (M, K, N)
     "square8192": (8192, 8192, 8192),

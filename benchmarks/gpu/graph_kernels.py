@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from benchmarks.gpu.hf_warm_probe import ClockSampler  # noqa: E402
+from benchmarks.gpu.clock_sampler import ClockSampler  # noqa: E402
 from benchmarks.gpu.profile_step import device_events  # noqa: E402
 from benchmarks.gpu.step_trace import contributions  # noqa: E402
 from tachyon.bench.backends import BackendOptions, get_backend  # noqa: E402

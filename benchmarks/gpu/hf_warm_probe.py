@@ -12,48 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 
 import torch
+from clock_sampler import ClockSampler  # same folder (the script folder is on sys.path)
 
 from tachyon.bench.backends import BackendOptions, get_backend
 from tachyon.bench.metrics import summarize
 from tachyon.bench.workloads import load_workload
-
-
-class ClockSampler:
-    """SM and memory clocks (MHz) and board power (W) sampled every `period_s` on a thread (NVML), inside the
-    `with` block."""
-
-    def __init__(self, period_s: float = 0.05) -> None:
-        self.period_s = period_s
-        self.samples: list[int] = []
-        self.mem_samples: list[int] = []
-        self.power_w: list[float] = []
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.nvml, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception:  # noqa: BLE001 - no NVML (CPU smoke runs): no samples
-            self.nvml = self.h = None
-        self._stop = threading.Event()
-
-    def _loop(self) -> None:
-        while self.h is not None and not self._stop.wait(self.period_s):
-            self.samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
-            self.mem_samples.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_MEM))
-            self.power_w.append(self.nvml.nvmlDeviceGetPowerUsage(self.h) / 1e3)
-
-    def __enter__(self) -> ClockSampler:
-        self._t = threading.Thread(target=self._loop, daemon=True)
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._t.join()
 
 
 def main() -> None:
