@@ -46,6 +46,9 @@ class EngineConfig:
     # prefill / mixed steps of at most this many tokens (and 8 requests) replay CUDA graphs; 0: eager
     prefill_graph_max_tokens: int = 512
     overlap_scheduling: bool = True
+    # admission order (engine/scheduler.py): "fcfs" (first come, first served: the server's) or "lpt" (longest
+    # remaining output first, the running set capped so the batch stays flat: the offline LLM's default)
+    scheduling_policy: str = "fcfs"
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
     # "fp8": decoder projections as FP8 e4m3 weights (per-output-channel scales) with per-row dynamic
@@ -84,6 +87,8 @@ class EngineConfig:
             raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if self.kv_cache_dtype not in ("auto", "fp8"):
             raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {self.kv_cache_dtype!r}")
+        if self.scheduling_policy not in ("fcfs", "lpt"):
+            raise ValueError(f"scheduling_policy must be 'fcfs' or 'lpt', got {self.scheduling_policy!r}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

@@ -91,7 +91,7 @@ class LLMEngine:
         self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
-                                   watermark=config.watermark)
+                                   watermark=config.watermark, policy=config.scheduling_policy)
         self.overlap = config.overlap_scheduling
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)

@@ -1,12 +1,24 @@
 """Continuous batching under a per-step token budget.
 
 Each step: running requests first (decodes and unfinished prefill chunks, oldest first), then
-waiting requests FCFS while budget, `max_num_seqs` and the free-block watermark allow. A running
+waiting requests in policy order while budget, `max_num_seqs` and the free-block watermark allow. A running
 request whose last token by length is already in flight (overlap scheduling) is skipped: it ends when
 that token arrives, so a further step would only compute a token to discard. When a
 running request cannot get a block, the newest running request is preempted (recompute): its
 blocks go back to the pool and it returns to the head of the waiting queue. No request is
 admitted in a step that preempted, so a preempted request is not immediately displaced again.
+
+Policies:
+  fcfs  admit in arrival order (the server's: first come, first served).
+  lpt   longest processing time first, for offline batches: waiting requests are ordered by remaining output
+        tokens (max_tokens less those sampled; preempted requests stay first, ties keep arrival order), and
+        admission stops at ceil(remaining output tokens of running + waiting / horizon) running requests, the
+        horizon being the steps the running requests need anyway (their longest remaining output). A decode step
+        below the GEMMs' compute knee costs about one read of the weights however few rows it has, so the work is
+        spread over the steps the longest request needs instead of being front-loaded into a batch that then
+        drains into weight-bound steps. A waiting request at least as long as the horizon is due at once (it
+        cannot end sooner), and an idle engine always admits. With ignore_eos the remaining counts are exact;
+        requests that stop early make the cap larger than needed, which tends to fcfs.
 """
 
 from __future__ import annotations
@@ -16,6 +28,17 @@ from dataclasses import dataclass, field
 
 from tachyon.engine.kv_cache import KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
+
+POLICIES = ("fcfs", "lpt")
+
+
+def remaining_output(req: Request) -> int:
+    """Output tokens `req` may still sample (at least 1 while it is unfinished)."""
+    return max(req.max_tokens - req.num_sampled, 1)
+
+
+def _lpt_key(req: Request) -> tuple[bool, int]:
+    return req.status != RequestStatus.PREEMPTED, -remaining_output(req)
 
 
 @dataclass
@@ -34,7 +57,12 @@ class SchedulerOutput:
 
 class Scheduler:
     def __init__(self, kv: KVCacheManager, *, max_num_seqs: int, max_num_batched_tokens: int,
-                 enable_chunked_prefill: bool = True, watermark: float = 0.01):
+                 enable_chunked_prefill: bool = True, watermark: float = 0.01, policy: str = "fcfs"):
+        if policy not in POLICIES:
+            raise ValueError(f"scheduling_policy must be one of {POLICIES}, got {policy!r}")
+        self.policy = policy
+        self._waiting_sorted = True
+        self._waiting_output = 0  # lpt: remaining_output summed over the waiting queue
         self.kv = kv
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         self.max_num_batched_tokens = max_num_batched_tokens
@@ -46,6 +74,9 @@ class Scheduler:
 
     def add(self, req: Request) -> None:
         self.waiting.append(req)
+        if self.policy == "lpt":
+            self._waiting_output += remaining_output(req)
+            self._waiting_sorted = False
 
     @property
     def num_unfinished(self) -> int:
@@ -74,8 +105,11 @@ class Scheduler:
                 i += 1
         if out.preempted:
             return out
+        cap, horizon = self._lpt_limits() if self.policy == "lpt" and self.waiting else (None, 0)
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             req = self.waiting[0]
+            if cap is not None and len(self.running) >= cap and remaining_output(req) < horizon:
+                break  # lpt: later steps carry it without a longer run (module docstring)
             remaining = req.num_tokens - req.num_computed_tokens
             n = min(remaining, budget)
             if n < remaining and not self.enable_chunked_prefill:
@@ -86,6 +120,8 @@ class Scheduler:
             if not self.kv.allocate_slots(req, n):
                 break
             self.waiting.popleft()
+            if self.policy == "lpt":
+                self._waiting_output -= remaining_output(req)
             req.status = RequestStatus.RUNNING
             self.running.append(req)
             out.requests.append(req)
@@ -93,10 +129,21 @@ class Scheduler:
             budget -= n
         return out
 
+    def _lpt_limits(self) -> tuple[int, int]:
+        """(cap on running requests, horizon) for this step's admissions under lpt; orders the waiting queue."""
+        if not self._waiting_sorted:
+            self.waiting = deque(sorted(self.waiting, key=_lpt_key))  # stable: ties keep arrival order
+            self._waiting_sorted = True
+        running = [remaining_output(r) for r in self.running]
+        horizon = max(running) if running else remaining_output(self.waiting[0])
+        return -(-(sum(running) + self._waiting_output) // horizon), horizon
+
     def _preempt(self, req: Request) -> None:
         self.kv.free(req)
         req.reset_for_recompute()
         self.waiting.appendleft(req)
+        if self.policy == "lpt":
+            self._waiting_output += remaining_output(req)
         self.num_preemptions += 1
 
     def finish(self, req: Request, status: RequestStatus | None = None) -> None:
@@ -107,4 +154,6 @@ class Scheduler:
             self.running.remove(req)
         elif req in self.waiting:
             self.waiting.remove(req)
+            if self.policy == "lpt":
+                self._waiting_output -= remaining_output(req)
         self.kv.free(req)

@@ -37,6 +37,8 @@ ENGINE_SETUPS = {
     "chunked": dict(max_num_batched_tokens=7, block_size=4),
     "preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64),
     "sync-preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64, overlap_scheduling=False),
+    "fcfs": dict(scheduling_policy="fcfs"),  # the server's admission order (the LLM's default is lpt)
+    "lpt-lengths": dict(),  # lpt with outputs of 1-10 tokens: it defers the short ones (engine/scheduler.py)
 }
 
 
@@ -47,7 +49,12 @@ def test_greedy_matches_transformers(arch_case, setup):
     if setup == "default":  # one request at a time
         alone = [llm.generate([p], GREEDY, use_tqdm=False)[0].outputs[0].token_ids for p in prompts[:4]]
         assert_greedy_parity(hf, prompts[:4], alone, expected[:4])
-    outs = llm.generate(prompts, GREEDY, use_tqdm=False)
+    params = GREEDY
+    if setup == "lpt-lengths":
+        params = [SamplingParams(temperature=0.0, max_tokens=1 + (i * 7) % NEW_TOKENS, ignore_eos=True)
+                  for i in range(len(prompts))]
+        expected = [e[: p.max_tokens] for e, p in zip(expected, params)]
+    outs = llm.generate(prompts, params, use_tqdm=False)
     assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
     if "preempt" in setup:
         assert llm.engine.scheduler.num_preemptions > 0, "the small cache should have forced preemption"
