@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N requests only")
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--temperature", type=float, default=None, help="override the workload's sampling (top-p 1)")
+    ap.add_argument("--scheduling-policy", default=None, choices=["fcfs", "lpt"], help="default: the LLM's")
     ap.add_argument("--out", default="out")
     ap.add_argument("--profile-steps", default="",
                     help="comma-separated first:last step windows run under torch.profiler (that run's total is then "
@@ -56,7 +57,8 @@ def main() -> None:
                          "time, and device time per kernel name, per step")
     args = ap.parse_args()
     llm = LLM(args.shape, load_format=args.load_format, max_model_len=args.max_model_len,
-              max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=512)
+              max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=512,
+              scheduling_policy=args.scheduling_policy)
     eng, runner = llm.engine, llm.engine.runner
     reqs = load_workload(args.workload)[: args.limit]
     llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
@@ -71,7 +73,8 @@ def main() -> None:
     def execute(sched):
         decode = all(n == 1 for n in sched.num_new_tokens)
         last.update(kind="decode_sync" if decode else "prefill_mixed", bs=len(sched.requests),
-                    tokens=sched.total_tokens, bucket=None)
+                    tokens=sched.total_tokens, decode_rows=sum(1 for n in sched.num_new_tokens if n == 1),
+                    bucket=None)
         return orig_execute(sched)
 
     runner.launch, runner.execute = launch, execute
@@ -138,7 +141,8 @@ def main() -> None:
     for b in by_bucket.values():
         b["mean_ms"] = b["ms"] / b["steps"]
         b["mean_host_ms"] = (b["ms"] - b["wait_ms"]) / b["steps"]
-    res = dict(shape=args.shape, workload=args.workload, total_s=total, steps=len(steps), compiles=compiles,
+    res = dict(shape=args.shape, workload=args.workload, policy=eng.config.scheduling_policy, total_s=total,
+               steps=len(steps), compiles=compiles,
                profiles=profiles,
                by_kind=by_kind,
                by_bucket=dict(sorted(by_bucket.items())),
@@ -147,7 +151,7 @@ def main() -> None:
     print(json.dumps(res, indent=1), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "" if args.temperature is None else f"_t{args.temperature:g}"
+    tag = f"_{eng.config.scheduling_policy}" + ("" if args.temperature is None else f"_t{args.temperature:g}")
     path = out / f"step_timeline_{Path(args.shape).name}_{args.workload}{tag}.json"
     path.write_text(json.dumps(dict(res, raw=steps)))
 
