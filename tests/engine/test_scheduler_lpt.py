@@ -156,3 +156,49 @@ def test_lpt_and_fcfs_give_the_same_greedy_tokens(tiny_llama):
         llm.engine.check_integrity()
     assert [len(t) for t in got["lpt"]] == [p.max_tokens for p in params]
     assert got["lpt"] == got["fcfs"]
+
+
+def _ids(out) -> list[str]:
+    return [r.request_id for r in out.requests]
+
+
+def test_lpt_small_prefills_run_in_their_own_steps_alternating_with_decodes():
+    """While requests decode, a small admission's prompt runs in prefill-only steps (at most prefill_step_tokens,
+    what a prefill graph replays) alternating with decode-only steps; prefill work of half the budget or more
+    mixes with the decodes as usual."""
+    kv = KVCacheManager(BlockPool(4096, 16))
+    s = Scheduler(kv, max_num_seqs=512, max_num_batched_tokens=1024, policy="lpt", prefill_step_tokens=64)
+    for rid, n in (("a", 50), ("b", 45), ("c", 45), ("d", 45)):
+        s.add(_req(rid, n))
+    _decode(s, s.schedule())  # nothing decodes yet: one ordinary step admits all four
+    for _ in range(39):
+        out = s.schedule()
+        assert _ids(out) == ["a", "b", "c", "d"]
+        _decode(s, out)
+    s.add(_req("due", 10, prompt_len=100))  # as long as the horizon (a has 10 left): admitted now, 100 tokens
+    out = s.schedule()
+    assert _ids(out) == ["due"] and out.num_new_tokens == [64]  # prefill only, one prefill step's worth
+    _decode(s, out)
+    out = s.schedule()
+    assert _ids(out) == ["a", "b", "c", "d"]  # then the decodes alone
+    _decode(s, out)
+    out = s.schedule()
+    assert _ids(out) == ["due"] and out.num_new_tokens == [36]  # the prompt's rest: it samples its first token
+    _decode(s, out)
+    assert _ids(s.schedule()) == ["a", "b", "c", "d", "due"]
+    big = [_req(f"big{i}", 20, prompt_len=300) for i in range(2)]  # due too (20 >= horizon): 600 >= 1024 / 2
+    for r in big:
+        s.add(r)
+    out = s.schedule()
+    assert _ids(out) == ["a", "b", "c", "d", "due", "big0", "big1"]  # large prefill work: one mixed step
+    assert out.num_new_tokens == [1] * 5 + [300, 300]
+
+
+def test_fcfs_never_splits_prefills_from_decodes():
+    kv = KVCacheManager(BlockPool(4096, 16))
+    s = Scheduler(kv, max_num_seqs=512, max_num_batched_tokens=1024, policy="fcfs", prefill_step_tokens=64)
+    s.add(_req("a", 20))
+    _decode(s, s.schedule())
+    s.add(_req("b", 20, prompt_len=100))
+    out = s.schedule()
+    assert _ids(out) == ["a", "b"] and out.num_new_tokens == [1, 100]
