@@ -15,7 +15,7 @@ from tachyon.config import EngineConfig
 from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.runner import PREFILL_GRAPH_SEQS, ModelRunner, kv_cache_bytes_per_block
+from tachyon.engine.runner import ModelRunner, kv_cache_bytes_per_block
 from tachyon.engine.sampler import logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
@@ -71,7 +71,8 @@ class LLMEngine:
                                   dtype=self.dtype, kv_dtype=self.kv_dtype,
                                   max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
                                   max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager,
-                                  prefill_graph_tokens=self._prefill_step_tokens())
+                                  prefill_graph_tokens=min(config.prefill_graph_max_tokens,
+                                                           config.max_num_batched_tokens, self.max_model_len))
         num_blocks = self._num_blocks()
         t_warm = time.perf_counter()
         if num_blocks * config.block_size < self.max_model_len:
@@ -90,9 +91,7 @@ class LLMEngine:
         self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
-                                   watermark=config.watermark, policy=config.scheduling_policy,
-                                   prefill_step_tokens=self._prefill_step_tokens(),
-                                   prefill_step_seqs=PREFILL_GRAPH_SEQS)
+                                   watermark=config.watermark, policy=config.scheduling_policy)
         self.overlap = config.overlap_scheduling
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
@@ -178,11 +177,6 @@ class LLMEngine:
                     skip_special_tokens=params.skip_special_tokens, min_tokens=params.min_tokens)
             children.append(child)
         return RequestGroup(request_id, text, ids, children)
-
-    def _prefill_step_tokens(self) -> int:
-        """The largest prefill / mixed step a prefill graph replays (where graphs run), and the largest prefill-only
-        step the lpt scheduler makes while requests decode (on every device, so CPU runs schedule alike)."""
-        return min(self.config.prefill_graph_max_tokens, self.config.max_num_batched_tokens, self.max_model_len)
 
     def add_group(self, group: RequestGroup) -> None:
         """Queue a group made by `make_group` (engine thread only)."""

@@ -29,9 +29,7 @@ from tachyon.engine.cuda_graph import capture_step
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 
-# every 64 tokens from 128 to 1,024: a padding token costs a real token's GEMM work, and the lpt scheduler's
-# prefill-only steps carry prompts of any length (engine/scheduler.py)
-TOKEN_BUCKETS = (16, 32, 64, *range(128, 1024 + 1, 64), 1536, 2048)
+TOKEN_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 SEQ_BUCKETS = (1, 2, 4, 8)
 
 

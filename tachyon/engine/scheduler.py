@@ -18,10 +18,7 @@ Policies:
         spread over the steps the longest request needs instead of being front-loaded into a batch that then
         drains into weight-bound steps. A waiting request at least as long as the horizon is due at once (it
         cannot end sooner), and an idle engine always admits. With ignore_eos the remaining counts are exact;
-        requests that stop early make the cap larger than needed, which tends to fcfs. Admissions then come a
-        few at a time while requests decode: their prompts run in prefill-only steps that a prefill graph
-        replays (`prefill_step_tokens`, `_split_mode`), since an eager step of a few hundred tokens is bound by
-        the host's kernel launches (~37 ms for a 7B step on the H200's host) rather than by the GPU.
+        requests that stop early make the cap larger than needed, which tends to fcfs.
 """
 
 from __future__ import annotations
@@ -60,14 +57,10 @@ class SchedulerOutput:
 
 class Scheduler:
     def __init__(self, kv: KVCacheManager, *, max_num_seqs: int, max_num_batched_tokens: int,
-                 enable_chunked_prefill: bool = True, watermark: float = 0.01, policy: str = "fcfs",
-                 prefill_step_tokens: int = 0, prefill_step_seqs: int = 8):
+                 enable_chunked_prefill: bool = True, watermark: float = 0.01, policy: str = "fcfs"):
         if policy not in POLICIES:
             raise ValueError(f"scheduling_policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
-        # lpt: small prefill work runs in steps of its own of at most these sizes (_split_mode; 0: never)
-        self.prefill_step_tokens, self.prefill_step_seqs = prefill_step_tokens, prefill_step_seqs
-        self._last_mode: str | None = None
         self._waiting_sorted = True
         self._waiting_output = 0  # lpt: remaining_output summed over the waiting queue
         self.kv = kv
@@ -90,57 +83,12 @@ class Scheduler:
         return len(self.waiting) + len(self.running)
 
     def schedule(self) -> SchedulerOutput:
-        limits = self._lpt_limits() if self.policy == "lpt" and self.waiting else None
-        mode = self._split_mode(limits)
-        out = self._schedule(mode, limits)
-        if mode == "prefill" and not out:  # nothing could be placed: the decodes run instead
-            mode = "decode"
-            out = self._schedule(mode, limits)
-        if out:
-            self._last_mode = mode
-        return out
-
-    @staticmethod
-    def _decoding(req: Request) -> bool:
-        return req.num_tokens - req.num_computed_tokens == 1
-
-    def _split_mode(self, limits: tuple[int, int] | None) -> str | None:
-        """lpt with `prefill_step_tokens`: while requests decode, prefill work smaller than half the step budget
-        (a newly admitted prompt, a partial chunk) runs in its own steps ("prefill": no decode rows, at most
-        prefill_step_tokens tokens and prefill_step_seqs requests, which a prefill graph can replay) alternating
-        with decode-only steps ("decode"). Larger prefill work (an eager step of it is bound by the GPU, not by the
-        host's launches) and any other case mix as usual (None)."""
-        if self.policy != "lpt" or not self.prefill_step_tokens:
-            return None
-        live = [r for r in self.running if not r.awaits_last_token]
-        if not any(self._decoding(r) for r in live):
-            return None
-        bound = self.max_num_batched_tokens // 2
-        work = sum(r.num_tokens - r.num_computed_tokens for r in live if not self._decoding(r))
-        if limits is not None:  # what this step's admissions would add (the admission loop's limits, dry run)
-            cap, horizon = limits
-            running = len(self.running)
-            for req in self.waiting:
-                if work >= bound or running >= self.max_num_seqs or (
-                        running >= cap and remaining_output(req) < horizon):
-                    break
-                work += req.num_tokens - req.num_computed_tokens
-                running += 1
-        if not 0 < work < bound:
-            return None
-        return "decode" if self._last_mode == "prefill" else "prefill"
-
-    def _schedule(self, mode: str | None, limits: tuple[int, int] | None) -> SchedulerOutput:
-        """One step's requests. mode "prefill": prefill chunks and admissions only, within prefill_step_tokens /
-        prefill_step_seqs; "decode": decode rows only; None: both, within the step budget."""
         out = SchedulerOutput()
-        prefill_only = mode == "prefill"
-        budget = self.prefill_step_tokens if prefill_only else self.max_num_batched_tokens
-        seqs = self.prefill_step_seqs if prefill_only else self.max_num_seqs
+        budget = self.max_num_batched_tokens
         i = 0
-        while i < len(self.running) and budget > 0 and len(out.requests) < seqs:
+        while i < len(self.running) and budget > 0:
             req = self.running[i]
-            if req.awaits_last_token or (mode is not None and self._decoding(req) != (mode == "decode")):
+            if req.awaits_last_token:
                 i += 1
                 continue
             n = min(req.num_tokens - req.num_computed_tokens, budget)
@@ -155,10 +103,10 @@ class Scheduler:
                 out.num_new_tokens.append(n)
                 budget -= n
                 i += 1
-        if out.preempted or mode == "decode":
+        if out.preempted:
             return out
-        cap, horizon = limits if limits is not None else (None, 0)
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs and len(out.requests) < seqs:
+        cap, horizon = self._lpt_limits() if self.policy == "lpt" and self.waiting else (None, 0)
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             req = self.waiting[0]
             if cap is not None and len(self.running) >= cap and remaining_output(req) < horizon:
                 break  # lpt: later steps carry it without a longer run (module docstring)
