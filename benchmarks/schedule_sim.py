@@ -44,6 +44,7 @@ KV_BYTES_PER_TOKEN = 57344  # 28 layers x K and V x 4 KV heads x 128 x 2 bytes
 ATTN_BW = 4.17e12
 PREFILL_ATTN_S_PER_TOKEN = 0.9e-6
 STEP_BUDGET = 8192
+LPT_DUE_SOON = 0.9  # tachyon.engine.scheduler.LPT_DUE_SOON
 
 
 @dataclass
@@ -73,9 +74,11 @@ def balanced_cap(outs: list[int], waiting: list[int], run: dict, group: int) -> 
         return len(run)
     running = [outs[i] - run[i][1] for i in run]
     horizon = max(running) if running else outs[waiting[0]]  # the steps the running requests need anyway
-    if outs[waiting[0]] >= horizon:  # the longest waiting request cannot end sooner than that: it is due now
-        return len(run) + 1
     cap = -(-(sum(running) + sum(outs[i] for i in waiting)) // horizon)
+    if outs[waiting[0]] >= horizon:  # the longest waiting request cannot end sooner than that: it is due now,
+        # and those due soon (LPT_DUE_SOON of the horizon) with it
+        due = sum(1 for i in waiting if outs[i] >= LPT_DUE_SOON * horizon)
+        return max(cap, len(run) + due)
     return cap if cap - len(run) >= min(group, len(waiting)) else len(run)
 
 

@@ -11,7 +11,7 @@ from tachyon.config import EngineConfig
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.llm import OFFLINE_SCHEDULING_POLICY
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.scheduler import Scheduler, remaining_output
+from tachyon.engine.scheduler import LPT_DUE_SOON, Scheduler, remaining_output
 
 
 def _scheduler(policy: str, blocks: int = 4096, budget: int = 8192, max_seqs: int = 512) -> Scheduler:
@@ -91,6 +91,24 @@ def test_lpt_admits_a_request_as_long_as_the_horizon_above_the_cap():
     assert math.ceil((10 + 3 * 5 + 10 + 1) / 10) == 4  # ... the cap is 4 with 4 running
     assert [r.request_id for r in out.requests] == ["a", "b", "c", "d", "due"]  # "short" waits for a later step
     assert [r.request_id for r in s.waiting] == ["short"]
+
+
+def test_lpt_admits_the_requests_due_soon_with_a_due_one():
+    """Once one request is due, those at least LPT_DUE_SOON of the horizon long join it in the same step (one
+    larger prefill step rather than one small one each); shorter ones wait for the cap."""
+    assert LPT_DUE_SOON == 0.9
+    s = _scheduler("lpt")
+    for rid, n in (("a", 50), ("b", 45), ("c", 45), ("d", 45)):
+        s.add(_req(rid, n))
+    for _ in range(40):  # a has 10 tokens left, b-d 5 each: horizon 10
+        _decode(s, s.schedule())
+    for rid, n in (("due", 10), ("soon1", 9), ("soon2", 9), ("soon3", 9), ("later", 8)):
+        s.add(_req(rid, n))
+    cap = math.ceil((10 + 3 * 5 + 10 + 3 * 9 + 8) / 10)
+    assert cap == 7  # the cap alone admits three of them
+    out = s.schedule()
+    assert [r.request_id for r in out.requests] == ["a", "b", "c", "d", "due", "soon1", "soon2", "soon3"]
+    assert [r.request_id for r in s.waiting] == ["later"]  # 8 < 0.9 x 10
 
 
 def test_lpt_flattens_the_batch_without_more_steps():
