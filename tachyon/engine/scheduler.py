@@ -24,6 +24,7 @@ Policies:
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -36,6 +37,14 @@ POLICIES = ("fcfs", "lpt")
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred
 # tokens costs ~20-46 ms of kernel launches (Qwen2.5-7B) against ~7 ms for a graphed decode step
 LPT_DUE_SOON = 0.9
+
+
+def lpt_due_soon() -> float:
+    """LPT_DUE_SOON, or TACHYON_LPT_DUE_SOON (an A/B knob, read when a scheduler is made)."""
+    value = float(os.environ.get("TACHYON_LPT_DUE_SOON", LPT_DUE_SOON))
+    if not 0 < value <= 1:
+        raise ValueError(f"TACHYON_LPT_DUE_SOON must be in (0, 1], got {value}")
+    return value
 
 
 def remaining_output(req: Request) -> int:
@@ -69,6 +78,7 @@ class Scheduler:
         self.policy = policy
         self._waiting_sorted = True
         self._waiting_output = 0  # lpt: remaining_output summed over the waiting queue
+        self.due_soon = lpt_due_soon()
         self.kv = kv
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         self.max_num_batched_tokens = max_num_batched_tokens
@@ -118,7 +128,7 @@ class Scheduler:
             if cap is not None:
                 rem = remaining_output(req)
                 due = due or rem >= horizon
-                if len(self.running) >= cap and rem < horizon and not (due and rem >= LPT_DUE_SOON * horizon):
+                if len(self.running) >= cap and rem < horizon and not (due and rem >= self.due_soon * horizon):
                     break  # lpt: later steps carry it without a longer run (module docstring)
             remaining = req.num_tokens - req.num_computed_tokens
             n = min(remaining, budget)

@@ -174,3 +174,11 @@ def test_lpt_and_fcfs_give_the_same_greedy_tokens(tiny_llama):
         llm.engine.check_integrity()
     assert [len(t) for t in got["lpt"]] == [p.max_tokens for p in params]
     assert got["lpt"] == got["fcfs"]
+
+
+def test_due_soon_knob(monkeypatch):
+    monkeypatch.setenv("TACHYON_LPT_DUE_SOON", "0.75")
+    assert _scheduler("lpt").due_soon == 0.75
+    monkeypatch.setenv("TACHYON_LPT_DUE_SOON", "1.5")
+    with pytest.raises(ValueError, match="TACHYON_LPT_DUE_SOON"):
+        _scheduler("lpt")
