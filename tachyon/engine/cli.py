@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS, OFFLINE_SCHEDULING_POLICY, chat_prompt_ids
+from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS, chat_prompt_ids
 from tachyon.sampling import SamplingParams
 
 DEMO_QUESTION = "What is the capital of France? Answer in one sentence."
@@ -33,8 +33,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int, default=512)
     p.add_argument("--max-num-batched-tokens", type=int, default=OFFLINE_MAX_NUM_BATCHED_TOKENS,
                    help="tokens per step (default: %(default)s, the offline LLM's)")
-    p.add_argument("--scheduling-policy", default=OFFLINE_SCHEDULING_POLICY, choices=["fcfs", "lpt"],
-                   help="admission order (default: %(default)s, the offline LLM's; fcfs: arrival order)")
+    p.add_argument("--scheduling-policy", default="fcfs", choices=["fcfs", "lpt"],
+                   help="admission order: fcfs (arrival order) or lpt (longest remaining output first, a flat "
+                        "running set; engine/scheduler.py)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--enforce-eager", action="store_true")
     p.add_argument("--prefill-graph-max-tokens", type=int, default=512,

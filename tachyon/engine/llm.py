@@ -15,22 +15,17 @@ Prompt = str | list[int] | dict
 # (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, 26,389.5 at 8,192; benchmarks/results/session19/). The
 # server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
-# `LLM`'s admission order when none is given: longest remaining output first with a flat running set
-# (engine/scheduler.py). Every request of a batch is known when it starts, and only the batch's end matters.
-OFFLINE_SCHEDULING_POLICY = "lpt"
 
 
 class LLM:
     """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
 
-    Engine arguments are EngineConfig's, except that `max_num_batched_tokens` and `scheduling_policy` left out
-    (or None) are OFFLINE_MAX_NUM_BATCHED_TOKENS and OFFLINE_SCHEDULING_POLICY."""
+    Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
+    OFFLINE_MAX_NUM_BATCHED_TOKENS."""
 
     def __init__(self, model: str | None = None, **engine_args):
         if engine_args.get("max_num_batched_tokens") is None:
             engine_args["max_num_batched_tokens"] = OFFLINE_MAX_NUM_BATCHED_TOKENS
-        if engine_args.get("scheduling_policy") is None:
-            engine_args["scheduling_policy"] = OFFLINE_SCHEDULING_POLICY
         self.engine = LLMEngine(EngineConfig.from_kwargs(model=model, **engine_args))
         self._ids = itertools.count()
 

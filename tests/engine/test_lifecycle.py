@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from tachyon import LLM, SamplingParams
+from tachyon import SamplingParams
 from tachyon.engine.async_engine import AsyncEngine
 from tachyon.engine.kv_cache import BlockPool
 
@@ -113,11 +113,9 @@ def test_overlap_launches_no_step_past_max_tokens(llm, max_tokens):
         llm.engine.overlap = True
 
 
-def test_overlap_batch_with_staggered_lengths(tiny_llama):
+def test_overlap_batch_with_staggered_lengths(llm):
     """Requests ending by length at different steps leave the batch as their last tokens go out: the launched
-    decode rows total sum(max_tokens - 1), and each output has its own length. (fcfs: all four share the first
-    step; lpt would admit the short ones later, in synchronous mixed steps.)"""
-    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, scheduling_policy="fcfs")
+    decode rows total sum(max_tokens - 1), and each output has its own length."""
     runner = llm.engine.runner
     lens = [3, 7, 1, 12]
     sps = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lens]
@@ -135,4 +133,3 @@ def test_overlap_batch_with_staggered_lengths(tiny_llama):
         del runner._launch_decode
     assert [len(o.outputs[0].token_ids) for o in outs] == lens
     assert sum(rows) == sum(n - 1 for n in lens)
-    llm.engine.check_integrity()

@@ -37,8 +37,8 @@ ENGINE_SETUPS = {
     "chunked": dict(max_num_batched_tokens=7, block_size=4),
     "preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64),
     "sync-preempt": dict(num_kv_blocks=24, block_size=4, max_model_len=64, overlap_scheduling=False),
-    "fcfs": dict(scheduling_policy="fcfs"),  # the server's admission order (the LLM's default is lpt)
-    "lpt-lengths": dict(),  # lpt with outputs of 1-10 tokens: it defers the short ones (engine/scheduler.py)
+    "lpt": dict(scheduling_policy="lpt"),  # equal lengths: arrival order, every request at once
+    "lpt-lengths": dict(scheduling_policy="lpt"),  # outputs of 1-10 tokens: the short ones wait (engine/scheduler.py)
 }
 
 

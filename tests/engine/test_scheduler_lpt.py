@@ -1,6 +1,6 @@
 """The `lpt` scheduling policy (engine/scheduler.py): waiting requests longest remaining output first, the running
-set capped at ceil(remaining output / horizon), requests as long as the horizon due at once; and the offline LLM's
-use of it (same tokens as fcfs, a flatter batch over no more steps)."""
+set capped at ceil(remaining output / horizon), requests as long as the horizon due at once and those due soon with
+them; through LLM, the same tokens as fcfs."""
 
 import math
 
@@ -9,7 +9,6 @@ import pytest
 from tachyon import LLM, SamplingParams
 from tachyon.config import EngineConfig
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
-from tachyon.engine.llm import OFFLINE_SCHEDULING_POLICY
 from tachyon.engine.request import Request, RequestStatus
 from tachyon.engine.scheduler import LPT_DUE_SOON, Scheduler, remaining_output
 
@@ -154,12 +153,12 @@ def test_lpt_bookkeeping_through_preemption_and_abort():
     s.kv.pool.check_integrity()
 
 
-def test_policy_is_validated_and_offline_default_is_lpt(tiny_llama):
+def test_policy_is_validated_and_fcfs_by_default(tiny_llama):
     with pytest.raises(ValueError, match="scheduling_policy"):
         EngineConfig(scheduling_policy="sjf")
-    assert EngineConfig().scheduling_policy == "fcfs"  # the server's
-    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256)
-    assert llm.engine.config.scheduling_policy == OFFLINE_SCHEDULING_POLICY == "lpt"
+    assert EngineConfig().scheduling_policy == "fcfs"
+    assert LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256).engine.scheduler.policy == "fcfs"
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, scheduling_policy="lpt")
     assert llm.engine.scheduler.policy == "lpt"
 
 
