@@ -38,9 +38,9 @@ def _decode(s: Scheduler, out) -> None:
                 s.finish(r, RequestStatus.FINISHED_LENGTH)
 
 
-def test_lpt_orders_waiting_by_remaining_output_ties_in_arrival_order():
-    s = _scheduler("lpt", max_seqs=1)  # one at a time: admission order is observable
-    lens = [5, 40, 12, 40, 3]
+def _admission_order(policy: str, lens: list[int]) -> list[str]:
+    """Request ids in the order a one-at-a-time scheduler first schedules them."""
+    s = _scheduler(policy, max_seqs=1)
     for i, n in enumerate(lens):
         s.add(_req(str(i), n))
     order = []
@@ -48,19 +48,15 @@ def test_lpt_orders_waiting_by_remaining_output_ties_in_arrival_order():
         out = s.schedule()
         order += [r.request_id for r in out.requests if r.num_computed_tokens == 0]
         _decode(s, out)
-    assert order == ["1", "3", "2", "0", "4"]
+    return order
+
+
+def test_lpt_orders_waiting_by_remaining_output_ties_in_arrival_order():
+    assert _admission_order("lpt", [5, 40, 12, 40, 3]) == ["1", "3", "2", "0", "4"]
 
 
 def test_fcfs_keeps_arrival_order():
-    s = _scheduler("fcfs", max_seqs=1)
-    for i, n in enumerate([5, 40, 12]):
-        s.add(_req(str(i), n))
-    order = []
-    while s.num_unfinished:
-        out = s.schedule()
-        order += [r.request_id for r in out.requests if r.num_computed_tokens == 0]
-        _decode(s, out)
-    assert order == ["0", "1", "2"]
+    assert _admission_order("fcfs", [5, 40, 12]) == ["0", "1", "2"]
 
 
 def test_lpt_caps_running_at_remaining_output_over_horizon():
