@@ -20,8 +20,8 @@ Policies:
                   max_tokens with ignore_eos).
   lpt-N           admit longest first under the 8,192-token budget while fewer than N requests run: a flatter
                   decode batch with prefills in few large steps.
-  lpt-balanced-gG the same with N = ceil(remaining output tokens / longest remaining output), recomputed each step
-                  (the engine's `scheduling_policy="lpt"`), admitting only once G requests are due.
+  lpt-balanced    the same with N = ceil(remaining output tokens / longest remaining output), recomputed each step,
+                  and the due / due-soon admissions (the engine's `scheduling_policy="lpt"`).
 
 Usage: python3 benchmarks/schedule_sim.py [--workload PATH] [--rows 256,288,320] [--lpt 128,160]
                                           [--eager-ms 0,1,3] [--dump schedules.json]
@@ -65,11 +65,11 @@ def step_s(st: Step, eager_s: float) -> float:
     return t + (PREFILL_ATTN_S_PER_TOKEN * st.prefill + eager_s if st.prefill else 0.0)
 
 
-def balanced_cap(outs: list[int], waiting: list[int], run: dict, group: int) -> int:
+def balanced_cap(outs: list[int], waiting: list[int], run: dict) -> int:
     """The engine's `lpt` cap on running requests: ceil(remaining output tokens / horizon), the horizon being the
     steps the running requests need anyway (their longest remaining output), so the batch stays flat and every
-    request ends near when the longest must; a waiting request at least as long as the horizon is due at once.
-    `waiting` is longest first. Admissions wait until `group` of them are due."""
+    request ends near when the longest must; a waiting request at least as long as the horizon is due at once, and
+    those LPT_DUE_SOON of it long with it. `waiting` is longest first."""
     if not waiting:
         return len(run)
     running = [outs[i] - run[i][1] for i in run]
@@ -79,7 +79,7 @@ def balanced_cap(outs: list[int], waiting: list[int], run: dict, group: int) -> 
         # and those due soon (LPT_DUE_SOON of the horizon) with it
         due = sum(1 for i in waiting if outs[i] >= LPT_DUE_SOON * horizon)
         return max(cap, len(run) + due)
-    return cap if cap - len(run) >= min(group, len(waiting)) else len(run)
+    return cap
 
 
 def simulate(ins: list[int], outs: list[int], order: list[int], budget, max_running=None) -> list[Step]:
@@ -112,17 +112,15 @@ def simulate(ins: list[int], outs: list[int], order: list[int], budget, max_runn
     return steps
 
 
-def policies(ins: list[int], outs: list[int], rows: list[int], lpt: list[int],
-             groups: list[int]) -> dict[str, list[Step]]:
+def policies(ins: list[int], outs: list[int], rows: list[int], lpt: list[int]) -> dict[str, list[Step]]:
     longest = sorted(range(len(ins)), key=lambda i: -outs[i])
     out = {"fcfs": simulate(ins, outs, list(range(len(ins))), lambda d: STEP_BUDGET - d)}
     for r in rows:
         out[f"longest-{r}"] = simulate(ins, outs, longest, lambda d, r=r: max(r - d, 0))
     for n in lpt:
         out[f"lpt-{n}"] = simulate(ins, outs, longest, lambda d: STEP_BUDGET - d, lambda w, r, n=n: n)
-    for g in groups:
-        out[f"lpt-balanced-g{g}"] = simulate(ins, outs, longest, lambda d: STEP_BUDGET - d,
-                                             lambda w, r, g=g: balanced_cap(outs, w, r, g))
+    out["lpt-balanced"] = simulate(ins, outs, longest, lambda d: STEP_BUDGET - d,
+                                   lambda w, r: balanced_cap(outs, w, r))
     return out
 
 
@@ -132,7 +130,6 @@ def main() -> None:
     ap.add_argument("--workload", default=str(root / "tachyon" / "bench" / "workloads" / "nano256.json"))
     ap.add_argument("--rows", default="256,288,320,384")
     ap.add_argument("--lpt", default="128,144,160,192")
-    ap.add_argument("--groups", default="1,4,8,16", help="lpt-balanced: admissions wait until this many are due")
     ap.add_argument("--eager-ms", default="0,1,3")
     ap.add_argument("--dump", help="write every policy's steps here (JSON), for benchmarks/gpu/schedule_power.py")
     args = ap.parse_args()
@@ -141,7 +138,7 @@ def main() -> None:
     outs = [r["max_tokens"] for r in reqs]
     tokens = sum(outs)
     ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
-    runs = policies(ins, outs, ints(args.rows), ints(args.lpt), ints(args.groups))
+    runs = policies(ins, outs, ints(args.rows), ints(args.lpt))
     eagers = [float(x) * 1e-3 for x in args.eager_ms.split(",")]
     heads = " | ".join(f"+{e * 1e3:g} ms eager: s, tok/s" for e in eagers)
     print(f"policy | steps | mixed steps | GEMM rows | {heads}")

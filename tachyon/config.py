@@ -47,7 +47,7 @@ class EngineConfig:
     prefill_graph_max_tokens: int = 512
     overlap_scheduling: bool = True
     # admission order (engine/scheduler.py): "fcfs" (first come, first served) or "lpt" (longest remaining output
-    # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.3-2.2%, Qwen3-0.6B
+    # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%, Qwen3-0.6B
     # -2 to -6%, benchmarks/results/session20/)
     scheduling_policy: str = "fcfs"
     served_model_name: str | None = None
