@@ -45,6 +45,9 @@ class EngineConfig:
     enforce_eager: bool = False
     # prefill / mixed steps of at most this many tokens (and 8 requests) replay CUDA graphs; 0: eager
     prefill_graph_max_tokens: int = 512
+    # mixed steps (running decodes, at most 256, plus one prompt chunk of at most this many tokens) replay CUDA
+    # graphs (engine/mixed_graph.py); 0: eager
+    mixed_graph_max_tokens: int = 1024
     overlap_scheduling: bool = True
     # admission order (engine/scheduler.py): "fcfs" (first come, first served) or "lpt" (longest remaining output
     # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%, Qwen3-0.6B
@@ -84,6 +87,8 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if not 0 <= self.prefill_graph_max_tokens <= 8192:
             raise ValueError(f"prefill_graph_max_tokens must be in [0, 8192], got {self.prefill_graph_max_tokens}")
+        if not 0 <= self.mixed_graph_max_tokens <= 8192:
+            raise ValueError(f"mixed_graph_max_tokens must be in [0, 8192], got {self.mixed_graph_max_tokens}")
         if self.quantization not in (None, "fp8"):
             raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if self.kv_cache_dtype not in ("auto", "fp8"):

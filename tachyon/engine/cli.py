@@ -40,6 +40,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enforce-eager", action="store_true")
     p.add_argument("--prefill-graph-max-tokens", type=int, default=512,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager)")
+    p.add_argument("--mixed-graph-max-tokens", type=int, default=1024,
+                   help="mixed steps (decodes plus one prompt chunk of up to this many tokens) replay CUDA graphs "
+                        "(0: eager)")
     p.add_argument("--quantization", default=None, choices=["fp8"],
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
@@ -52,7 +55,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
                 max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
                 max_num_batched_tokens=args.max_num_batched_tokens, scheduling_policy=args.scheduling_policy,
                 gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
-                prefill_graph_max_tokens=args.prefill_graph_max_tokens, seed=args.seed,
+                prefill_graph_max_tokens=args.prefill_graph_max_tokens,
+                mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
                 quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
 
 

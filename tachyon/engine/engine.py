@@ -72,7 +72,9 @@ class LLMEngine:
                                   max_num_seqs=min(config.max_num_seqs, config.max_num_batched_tokens),
                                   max_model_len=self.max_model_len, use_cuda_graphs=not config.enforce_eager,
                                   prefill_graph_tokens=min(config.prefill_graph_max_tokens,
-                                                           config.max_num_batched_tokens, self.max_model_len))
+                                                           config.max_num_batched_tokens, self.max_model_len),
+                                  mixed_graph_tokens=min(config.mixed_graph_max_tokens,
+                                                         config.max_num_batched_tokens - 1, self.max_model_len - 1))
         num_blocks = self._num_blocks()
         t_warm = time.perf_counter()
         if num_blocks * config.block_size < self.max_model_len:

@@ -22,6 +22,7 @@ from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 
 PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
+MIXED_GRAPH_DECODES = 256  # most decode rows beside the prompt chunk of one graphed mixed step
 # Prompt logprobs take the full-vocabulary logits of every prompt row, ~11 bytes per (row, vocab entry) at their peak
 # (logits, fp32 log-softmax, the rank mask): 512 rows of a 152k vocabulary ~0.9 GB, whatever the step's token budget.
 PROMPT_LOGPROB_ROWS = 512
@@ -64,7 +65,7 @@ class ModelRunner:
 
     def __init__(self, model: torch.nn.Module, spec: ModelSpec, *, block_size: int, device: torch.device,
                  dtype: torch.dtype, max_num_seqs: int, max_model_len: int, use_cuda_graphs: bool,
-                 prefill_graph_tokens: int = 0, kv_dtype: torch.dtype | None = None):
+                 prefill_graph_tokens: int = 0, kv_dtype: torch.dtype | None = None, mixed_graph_tokens: int = 0):
         self.model = model
         self.spec = spec
         self.block_size = block_size
@@ -81,6 +82,9 @@ class ModelRunner:
         # graphed prefill needs at least one 16-token bucket to be worth capturing
         self.prefill_graph_tokens = prefill_graph_tokens if self.use_cuda_graphs and prefill_graph_tokens >= 16 else 0
         self.prefill_graphs = None
+        # graphed mixed steps (decodes + one prompt chunk of at most this many tokens); 0: off
+        self.mixed_graph_tokens = mixed_graph_tokens if self.use_cuda_graphs and mixed_graph_tokens >= 2 else 0
+        self.mixed_graphs = None
         # overlap feed: the last decode step's sampled tokens stay on the device; rows by request
         self.last_tokens = torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, device=device)
         self._prev_rows: dict[int, int] = {}
@@ -93,6 +97,7 @@ class ModelRunner:
         self._flip = 0
         self.num_launched = 0  # overlapped decode steps (for tests and stats)
         self.num_prefills_launched = 0  # overlapped prefill steps
+        self.num_mixed_launched = 0  # overlapped mixed-graph steps
 
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -112,6 +117,14 @@ class ModelRunner:
                                   max_seqs=min(PREFILL_GRAPH_SEQS, self.max_num_seqs), max_model_len=self.max_model_len,
                                   block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
                                   last_tokens=self.last_tokens)
+
+    def _mixed_graph_runner(self):
+        from tachyon.engine.mixed_graph import MixedGraphRunner
+
+        return MixedGraphRunner(self.model, max_decodes=min(MIXED_GRAPH_DECODES, self.max_num_seqs - 1),
+                                max_chunk=self.mixed_graph_tokens, max_model_len=self.max_model_len,
+                                block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                last_tokens=self.last_tokens)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
         """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
@@ -139,6 +152,12 @@ class ModelRunner:
                     for t in prefill.token_buckets:  # the sequence bucket changes no kernel variant
                         prefill._step(t, min(t, prefill.max_seqs))
                     self.last_tokens.zero_()
+                if self.mixed_graph_tokens:
+                    mixed = self._mixed_graph_runner()
+                    mixed.pad_inputs()
+                    for key in mixed.keys:
+                        mixed._step(*key)
+                        self.last_tokens.zero_()
         torch.cuda.synchronize()
         self.last_tokens.zero_()
 
@@ -178,15 +197,18 @@ class ModelRunner:
             before = torch.cuda.memory_reserved()
             probe = self._graph_runner()
             probe.capture([probe.max_bs])
-            probe_prefill = None
+            probe_prefill = probe_mixed = None
             if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
                 probe_prefill = self._prefill_graph_runner()
                 probe_prefill.capture(pool=probe.pool, buckets=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
+            if self.mixed_graph_tokens:  # likewise
+                probe_mixed = self._mixed_graph_runner()
+                probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)])
             graph_bytes = max(0, torch.cuda.memory_reserved() - before)
-            probe.release()
-            if probe_prefill is not None:
-                probe_prefill.release()
-            del probe, probe_prefill
+            for p in (probe, probe_prefill, probe_mixed):
+                if p is not None:
+                    p.release()
+            del probe, probe_prefill, probe_mixed
         self.model.bind_kv_cache([])
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
@@ -207,6 +229,9 @@ class ModelRunner:
             if self.prefill_graph_tokens:
                 self.prefill_graphs = self._prefill_graph_runner()
                 self.prefill_graphs.capture(pool=self.graphs.pool)
+            if self.mixed_graph_tokens:
+                self.mixed_graphs = self._mixed_graph_runner()
+                self.mixed_graphs.capture(pool=self.graphs.pool)
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
@@ -217,6 +242,8 @@ class ModelRunner:
             return StepResult(sched.requests, self.sampler(logits, sched.requests, drawn=tokens))
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
             return self._execute_prefill_graph(sched)
+        if self.mixed_graphs is not None and self.mixed_graphs.fits(sched):
+            return self._execute_mixed_graph(sched)
         keep = prune_last_layer() and not any(r.wants_prompt_logprobs() for r in sched.requests)
         batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=keep)
         hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
@@ -229,7 +256,13 @@ class ModelRunner:
         return StepResult(sampled, self.sampler(logits, sampled))
 
     def _execute_prefill_graph(self, sched: SchedulerOutput) -> StepResult:
-        logits, tokens = self.prefill_graphs.run(sched)
+        return self._graph_result(sched, *self.prefill_graphs.run(sched))
+
+    def _execute_mixed_graph(self, sched: SchedulerOutput) -> StepResult:
+        return self._graph_result(sched, *self.mixed_graphs.run(sched))
+
+    def _graph_result(self, sched: SchedulerOutput, logits: torch.Tensor, tokens: torch.Tensor) -> StepResult:
+        """The sampling requests' share of a graphed step's per-request logits and drawn tokens."""
         idx = [i for i, (r, n) in enumerate(zip(sched.requests, sched.num_new_tokens))
                if r.num_computed_tokens + n == r.num_tokens]  # chunks that reach their last token sample
         if not idx:
@@ -241,10 +274,10 @@ class ModelRunner:
         return StepResult(sampled, self.sampler(logits, sampled, drawn=tokens))
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
-        """Overlap-eligible: a pure decode batch, or a prefill step in which every request samples (see
-        `_prefill_launchable`), whose sampling needs no host-side logits work."""
-        decode = self._graph_eligible(sched)
-        if not decode and not self._prefill_launchable(sched):
+        """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
+        `_prefill_launchable`), or a graphed mixed step whose chunk reaches its prompt's end (`_mixed_launchable`),
+        whose sampling needs no host-side logits work."""
+        if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
         for r in sched.requests:
             p = r.params
@@ -254,6 +287,14 @@ class ModelRunner:
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
         return True
+
+    def _mixed_launchable(self, sched: SchedulerOutput) -> bool:
+        """A mixed graph fits and its chunk reaches its request's last token: each request draws one token. The
+        decode rows' pending tokens are read on the device (`can_launch` checks they are the last step's)."""
+        if self.mixed_graphs is None or not self.mixed_graphs.fits(sched):
+            return False
+        r, n = sched.requests[-1], sched.num_new_tokens[-1]
+        return r.num_pending == 0 and r.num_computed_tokens + n == r.num_tokens
 
     def _prefill_launchable(self, sched: SchedulerOutput) -> bool:
         """Every chunk reaches its request's last token (so each request draws one token), no token is pending
@@ -270,9 +311,13 @@ class ModelRunner:
         Returns at once; `PendingStep.tokens()` waits."""
         reqs = sched.requests
         bs = len(reqs)
-        # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible), more is a prefill
+        # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible); more is a mixed
+        # graph's step, or a prefill step whose inputs are all on the host
         if max(sched.num_new_tokens) == 1:
             self._launch_decode(sched)
+        elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
+                                                    and self.prefill_graphs.fits(sched)):
+            self._launch_mixed(sched)  # as in `execute`, a prefill graph that fits goes first (less padding)
         else:
             self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
@@ -296,6 +341,12 @@ class ModelRunner:
         x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
         hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
         self._draw(hidden, reqs)
+
+    def _launch_mixed(self, sched: SchedulerOutput) -> None:
+        """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row."""
+        self.num_mixed_launched += 1
+        src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in sched.requests[:-1]]
+        self.mixed_graphs.run(sched, src)  # its sampler writes last_tokens[:len(requests)]
 
     def _launch_prefill(self, sched: SchedulerOutput) -> None:
         """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]."""

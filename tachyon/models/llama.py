@@ -56,9 +56,16 @@ class Attention(nn.Module):
         -> [T, hidden]. Decode batches that fused_decode_attention picks (one token per sequence, at
         position seq_len - 1): one fused call, (q/k norm,) rotary, K/V store into `self.kv_cache` and
         attention. Otherwise one call for the norm / rotary / store (q comes back contiguous), then the
-        attention kernel."""
+        attention kernel (one per part of `meta.parts`, into one output; rows no part covers are left unwritten)."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
+        if meta.parts is not None:  # a mixed step: decode rows and a prompt chunk, each through its own kernel
+            q = self._store_kv(positions, qkv, meta)
+            o = torch.empty_like(q)
+            for part in meta.parts:
+                kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
+                                  part.max_query_len, part.max_seq_len, self.scale, out=o)
+            return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
                 t, self.num_kv_heads, meta.max_seq_len, qkv.device):
             o = kernels.decode_qkv_attention(

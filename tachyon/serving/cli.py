@@ -24,6 +24,7 @@ _ENGINE_FLAGS = (
     "block_size",
     "seed",
     "prefill_graph_max_tokens",
+    "mixed_graph_max_tokens",
     "quantization",
     "kv_cache_dtype",
 )
@@ -55,6 +56,9 @@ def register(subparsers: Any) -> None:
     m.add_argument("--enforce-eager", action="store_true", default=None)
     m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
+    m.add_argument("--mixed-graph-max-tokens", type=int, default=None,
+                   help="mixed steps (decodes plus one prompt chunk of up to this many tokens) replay CUDA graphs "
+                        "(0: eager; default 1024)")
     m.add_argument("--quantization", default=None, choices=["fp8"],
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
     m.add_argument("--kv-cache-dtype", default=None, choices=["auto", "fp8"],

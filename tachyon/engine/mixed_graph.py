@@ -1,0 +1,208 @@
+"""Mixed steps (running decodes plus one prompt chunk) as CUDA graphs, one per (decode bucket, chunk bucket).
+
+Why: a request admitted beside running decodes makes a mixed step. Eager, it launches ~15 kernels per layer
+from Python: on a slow host a 7B mixed step of a few hundred prompt tokens is bound by those launches (20-55 ms
+on the H200's host, against ~7 ms for a graphed decode step), and every running request waits for it. A replay
+costs one launch.
+
+Layout of a padded step of key (D, C): rows [0, D) are decode rows, one per sequence (real ones first, then
+padding rows that attend to one garbage key and store nothing); rows [D, D + C) are the chunk's tokens (real ones
+first, then padding tokens that belong to no sequence and store nothing). Attention runs in two parts into one
+output: the decode kernel over the D decode sequences, the prefill kernel over the chunk (its query_start_loc
+indexes the full batch). Sample rows: one per request in the step's order (decode rows, then the chunk's last
+token), then greedy padding rows.
+
+Contract: `fits(sched)` says whether a step can replay a graph: every request but the last decodes one token
+(at its last position), the last schedules a chunk of 2..max_chunk tokens, there are at most max_decodes
+decodes, and no request wants prompt logprobs. `run(sched, src_rows)` fills, uploads and replays; it returns
+the logits and drawn token of each request's last scheduled token ([n, V] fp32, [n] int64 on the device, valid
+until the next run), whether or not the chunk's request samples this step. `src_rows[i] >= 0`: decode request
+i's input token is still on the device, at that row of `last_tokens` (overlap scheduling). The drawn tokens are
+written into the first rows of `last_tokens` (int64, at least max_decodes + 1 long; the runner's overlap feed).
+The graphs read only the staging buffers owned here and the KV cache bound to the model: capture after the
+cache is allocated, never free it. Without graphs (`use_graphs=False`, or a non-CUDA device) `run` executes
+the same padded step eagerly, which is what CPU tests check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tachyon import kernels
+from tachyon.engine.batch import AttentionMetadata
+from tachyon.engine.cuda_graph import capture_step
+from tachyon.engine.scheduler import SchedulerOutput
+from tachyon.engine.staging import StagingBuffers
+
+# coarser than the decode graphs' buckets: a mixed step already carries the chunk's rows, so a few padding decode
+# rows cost little, and every (decode, chunk) pair is a graph to capture at start-up
+DECODE_BUCKETS = (4, 8, 16, 32, 64, 96, 128, 160, 192, 224, 256)
+CHUNK_BUCKETS = (128, 256, 512, 1024)
+
+
+def _buckets(candidates: tuple[int, ...], limit: int) -> list[int]:
+    return [b for b in candidates if b < limit] + [limit]
+
+
+class MixedGraphRunner:
+    def __init__(self, model: torch.nn.Module, *, max_decodes: int, max_chunk: int, max_model_len: int,
+                 block_size: int, vocab_size: int, device: torch.device, last_tokens: torch.Tensor,
+                 use_graphs: bool = True):
+        if max_decodes < 1 or max_chunk < 2:
+            raise ValueError(f"mixed graphs need max_decodes >= 1 and max_chunk >= 2, got {max_decodes}, {max_chunk}")
+        if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_decodes + 1:
+            raise ValueError(f"last_tokens must be int64 with at least max_decodes + 1 = {max_decodes + 1} rows")
+        self.model = model
+        self.device = device
+        self.block_size = block_size
+        self.max_model_len = max_model_len
+        self.use_graphs = use_graphs and device.type == "cuda"
+        self.decode_buckets = _buckets(DECODE_BUCKETS, max_decodes)
+        self.chunk_buckets = _buckets(CHUNK_BUCKETS, max_chunk)
+        self.max_decodes, self.max_chunk = max_decodes, max_chunk
+        self.last_tokens = last_tokens
+        T, S, MB = max_decodes + max_chunk, max_decodes + 1, -(-max_model_len // block_size)
+        i64, i32, f32 = torch.int64, torch.int32, torch.float32
+        # sequences: decode rows 0..D-1, the chunk at D (seq_lens, block_tables); sample rows: one per request
+        self.staging = StagingBuffers(
+            [(n, i64, (T,)) for n in ("input_ids", "positions", "slots", "src")]
+            + [(n, i64, (S,)) for n in ("rows", "seeds", "steps")]
+            + [("chunk_qsl", i32, (2,))]
+            + [(n, i32, (S,)) for n in ("seq_lens", "top_k")]
+            + [(n, f32, (S,)) for n in ("temperature", "top_p", "min_p")]
+            + [("block_tables", i32, (S, MB))], device)
+        self.buf = self.staging.device
+        self.decode_qsl = torch.arange(max_decodes + 1, dtype=i32, device=device)
+        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+        self.pool = None
+
+    @property
+    def keys(self) -> list[tuple[int, int]]:
+        return [(d, c) for d in self.decode_buckets for c in self.chunk_buckets]
+
+    # ---- eligibility and buckets --------------------------------------------------------------
+    def fits(self, sched: SchedulerOutput) -> bool:
+        reqs, n = sched.requests, sched.num_new_tokens
+        if len(reqs) < 2 or len(reqs) - 1 > self.max_decodes or not 2 <= n[-1] <= self.max_chunk:
+            return False
+        for r, k in zip(reqs[:-1], n[:-1]):
+            if k != 1 or r.num_computed_tokens != r.num_tokens - 1:
+                return False
+        return not any(r.wants_prompt_logprobs() for r in reqs)
+
+    def key_for(self, sched: SchedulerOutput) -> tuple[int, int]:
+        d, c = len(sched.requests) - 1, sched.num_new_tokens[-1]
+        return next(b for b in self.decode_buckets if b >= d), next(b for b in self.chunk_buckets if b >= c)
+
+    # ---- the step -----------------------------------------------------------------------------
+    def _meta(self, d: int, c: int) -> AttentionMetadata:
+        buf = self.buf
+        decode = AttentionMetadata(self.decode_qsl[: d + 1], buf["seq_lens"][:d], buf["slots"][:d],
+                                   buf["block_tables"][:d], 1, self.max_model_len, True)
+        chunk = AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][d: d + 1], buf["slots"][d: d + c],
+                                  buf["block_tables"][d: d + 1], c, self.max_model_len, False)
+        return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + 1], buf["slots"][: d + c],
+                                 buf["block_tables"][: d + 1], c, self.max_model_len, False, parts=(decode, chunk))
+
+    def _step(self, d: int, c: int) -> tuple[torch.Tensor, torch.Tensor]:
+        buf = self.buf
+        t, s = d + c, d + 1
+        x = kernels.embed_step(self.model.embed_tokens.weight, buf["input_ids"][:t], buf["src"][:t], self.last_tokens)
+        hidden = self.model(None, buf["positions"][:t], self._meta(d, c), inputs_embeds=x)
+        logits = self.model.compute_logits(hidden[buf["rows"][:s]], out_dtype=torch.float32)
+        tokens = kernels.sample(logits, buf["temperature"][:s], buf["top_k"][:s], buf["top_p"][:s], buf["min_p"][:s],
+                                buf["seeds"][:s], buf["steps"][:s], out=self.last_tokens[:s])
+        return logits, tokens
+
+    def _fill(self, sched: SchedulerOutput, src_rows: list[int], d_pad: int, c_pad: int) -> None:
+        """Write the padded step into the current host set and upload it (one copy)."""
+        h = self.staging.host()
+        bsz = self.block_size
+        reqs = sched.requests
+        d = len(reqs) - 1
+        for i, r in enumerate(reqs[:-1]):
+            pos = r.num_tokens - 1
+            h["input_ids"][i] = r.token_ids[pos]
+            h["positions"][i] = pos
+            h["slots"][i] = r.block_ids[pos // bsz] * bsz + pos % bsz
+            h["src"][i] = src_rows[i]
+            h["rows"][i] = i
+            h["seq_lens"][i] = pos + 1
+            h["block_tables"][i, : len(r.block_ids)] = r.block_ids
+        # padding decode rows: attend to one (garbage) key, store nothing
+        for name, value in (("input_ids", 0), ("positions", 0), ("slots", -1), ("src", -1)):
+            h[name][d:d_pad] = value
+        h["seq_lens"][d:d_pad] = 1
+        h["block_tables"][d:d_pad, 0] = 0
+        r, c = reqs[-1], sched.num_new_tokens[-1]
+        start, end = r.num_computed_tokens, r.num_computed_tokens + c
+        pos = np.arange(start, end, dtype=np.int64)
+        blocks = np.asarray(r.block_ids, dtype=np.int64)
+        lo, hi = d_pad, d_pad + c
+        h["input_ids"][lo:hi] = r.token_ids[start:end]
+        h["positions"][lo:hi] = pos
+        h["slots"][lo:hi] = blocks[pos // bsz] * bsz + pos % bsz
+        h["src"][lo:hi] = -1
+        for name, value in (("input_ids", 0), ("positions", 0), ("slots", -1), ("src", -1)):
+            h[name][hi: d_pad + c_pad] = value  # padding tokens: no sequence, no store
+        h["chunk_qsl"][:] = (lo, hi)
+        h["seq_lens"][d_pad] = end
+        h["block_tables"][d_pad, : len(blocks)] = blocks
+        h["rows"][d] = hi - 1
+        for i, q in enumerate(reqs):
+            p = q.params
+            h["temperature"][i], h["top_k"][i], h["top_p"][i], h["min_p"][i] = p.temperature, p.top_k, p.top_p, p.min_p
+            h["seeds"][i], h["steps"][i] = q.sample_seed, q.num_sampled
+        self._pad_samples(h, d + 1, d_pad + 1)
+        self.staging.upload_rows("block_tables", d_pad + 1)
+
+    @staticmethod
+    def _pad_samples(h: dict[str, np.ndarray], start: int, end: int) -> None:
+        for name in ("rows", "seeds", "steps", "top_k", "temperature", "min_p"):
+            h[name][start:end] = 0  # greedy from row 0
+        h["top_p"][start:end] = 1.0
+
+    def run(self, sched: SchedulerOutput, src_rows: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Replay (or run eagerly) the padded step; see the module contract."""
+        n = len(sched.requests)
+        key = self.key_for(sched)
+        self._fill(sched, src_rows or [-1] * (n - 1), *key)
+        if self.use_graphs:
+            self.graphs[key].replay()
+            logits, tokens = self.outputs[key]
+        else:
+            logits, tokens = self._step(*key)
+        return logits[:n], tokens[:n]
+
+    # ---- capture ------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def capture(self, pool=None, keys: list[tuple[int, int]] | None = None) -> None:
+        """Capture the given (default: every) (decode, chunk) bucket pair, largest first, into `pool` (e.g. the
+        decode graphs' pool: the steps never run concurrently) or a new one."""
+        if not self.use_graphs:
+            return
+        self.pool = pool
+        self.pad_inputs()
+        for d, c in sorted(keys or self.keys, key=lambda k: (k[0] + k[1], k), reverse=True):
+            self.graphs[(d, c)], self.outputs[(d, c)], self.pool = capture_step(lambda d=d, c=c: self._step(d, c),
+                                                                                self.pool)
+        torch.cuda.synchronize()
+
+    def pad_inputs(self) -> None:
+        """Every decode row, chunk token and sample row padding (both staging sets, uploaded): what capture and the
+        warm-up's compile pass run on. The chunk of each key then has no query tokens."""
+        for _ in range(2):
+            h = self.staging.host()
+            for name, value in (("input_ids", 0), ("positions", 0), ("slots", -1), ("src", -1)):
+                h[name][:] = value
+            h["seq_lens"][:] = 1
+            h["block_tables"][:, 0] = 0
+            h["chunk_qsl"][:] = 0
+            self._pad_samples(h, 0, self.max_decodes + 1)
+            self.staging.upload()
+
+    def release(self) -> None:
+        self.graphs.clear()
+        self.outputs.clear()

@@ -1,0 +1,148 @@
+"""The padded mixed step (decodes + one prompt chunk) that the mixed CUDA graphs replay, run eagerly on CPU: the
+same logits as the unpadded eager step, the same greedy tokens as transformers, the same seeded draws as the
+engine without it (synchronous and overlapped), and only eligible steps take it."""
+
+import random
+
+import pytest
+import torch
+
+from tachyon import LLM, SamplingParams
+from tachyon.engine.batch import build_batch
+from tachyon.engine.mixed_graph import MixedGraphRunner
+from tachyon.engine.scheduler import SchedulerOutput
+from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
+
+
+class _Counting(MixedGraphRunner):
+    runs = 0
+
+    def run(self, sched, src_rows=None):
+        type(self).runs += 1
+        return super().run(sched, src_rows)
+
+
+def _install(llm: LLM, max_decodes: int = 5, max_chunk: int = 20) -> _Counting:
+    """A mixed runner on the engine's runner, run eagerly (CPU): the engine's mixed steps take it."""
+    r = llm.engine.runner
+    r.mixed_graphs = _Counting(r.model, max_decodes=max_decodes, max_chunk=max_chunk, max_model_len=r.max_model_len,
+                               block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                               last_tokens=r.last_tokens, use_graphs=False)
+    return r.mixed_graphs
+
+
+def _prompts(n: int, seed: int, lo: int = 3, hi: int = 30) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(3, 1000) for _ in range(rng.randint(lo, hi))] for _ in range(n)]
+
+
+def _tokens(llm: LLM, prompts, sps) -> list[list[int]]:
+    return [o.outputs[0].token_ids for o in llm.generate(prompts, sps, use_tqdm=False)]
+
+
+def _decoding_with_new_prompt(llm: LLM, decodes: int, chunk: int) -> SchedulerOutput:
+    """`decodes` requests past their prefill, then one new prompt of `chunk` tokens: the next step is mixed."""
+    eng = llm.engine
+    for i, p in enumerate(_prompts(decodes, seed=5)):
+        eng.add_request(f"d{i}", p, SamplingParams(temperature=0.8, top_p=0.9, seed=i, max_tokens=8))
+    eng.step()
+    eng.step()
+    eng.add_request("c", _prompts(1, seed=6, lo=chunk, hi=chunk)[0], SamplingParams(temperature=0.0, max_tokens=4))
+    return eng.scheduler.schedule()
+
+
+def test_padded_mixed_step_matches_unpadded(tiny_qwen3):
+    """Padding decode rows (3 -> bucket 4), padding chunk tokens (11 -> bucket 16): the requests' logits equal
+    the plain eager step's, and the drawn tokens are those rows' draws."""
+    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
+    eng = llm.engine
+    sched = _decoding_with_new_prompt(llm, decodes=3, chunk=11)
+    assert sched.num_new_tokens == [1, 1, 1, 11]
+    r = eng.runner
+    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(9, dtype=torch.int64), use_graphs=False)
+    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
+    assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
+    logits, tokens = mixed.run(sched)
+    batch = build_batch(sched, r.block_size, r.device)
+    hidden = r.model(batch.input_ids, batch.positions, batch.meta)
+    ref = r.model.compute_logits(hidden[batch.logits_rows]).float()
+    torch.testing.assert_close(logits, ref, rtol=1e-4, atol=1e-4)
+    assert tokens.shape == (4,) and int(tokens[3]) == int(ref[3].argmax()), "the chunk's row draws greedily"
+    for rid in ("d0", "d1", "d2", "c"):
+        eng.abort(rid)
+    eng.check_integrity()
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_mixed_path_greedy_matches_transformers(arch):
+    """At most 3 running requests of varied lengths and a 24-token budget: a finished request's place goes to the
+    next prompt beside the running decodes, whose tokens are still in flight when that step is launched (overlap:
+    the decode rows read them on the device); longer prompts come in chunks."""
+    from tests.tiny_models import tiny_model_dir
+
+    path = tiny_model_dir(arch)
+    prompts = _prompts(8, seed=7, hi=22) + _prompts(2, seed=8, lo=30, hi=40)  # the long ones come in chunks
+    lengths = [4 + i % 5 for i in range(10)]
+    hf = hf_model(path)
+    expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, max_num_seqs=3, block_size=4)
+    _Counting.runs = 0
+    src_seen = []
+    mixed = _install(llm, max_decodes=2, max_chunk=23)
+    fill = mixed._fill
+    mixed._fill = lambda sched, src, d, c: (src_seen.extend(src), fill(sched, src, d, c))
+    sps = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True) for m in lengths]
+    outs = llm.generate(prompts, sps, use_tqdm=False)
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
+    assert _Counting.runs > 0, "the mixed path was never taken"
+    assert llm.engine.runner.num_mixed_launched > 0, "no mixed step was launched without waiting (overlap)"
+    assert any(s >= 0 for s in src_seen), "no decode row read its pending token on the device"
+    llm.engine.check_integrity()
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_mixed_path_seeded_draws_equal_eager_engine(tiny_qwen3, overlap):
+    """Temperature, top-k, top-p and min-p draws (seeded per request) through the mixed path equal those of the
+    same engine without it."""
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=24,
+              max_num_seqs=3, overlap_scheduling=overlap)
+    plain, mixed = LLM(tiny_qwen3, **kw), LLM(tiny_qwen3, **kw)
+    _Counting.runs = 0
+    _install(mixed, max_decodes=2)
+    prompts = _prompts(6, seed=2)
+    sps = [SamplingParams(temperature=0.9, top_k=40 if i % 2 else 0, top_p=0.9, min_p=0.02 * i, seed=50 + i,
+                          max_tokens=4 + i, ignore_eos=True) for i in range(6)]
+    assert _tokens(mixed, prompts, sps) == _tokens(plain, prompts, sps)
+    assert _Counting.runs > 0
+    for llm in (plain, mixed):
+        llm.engine.check_integrity()
+
+
+def test_fits_only_eligible_steps(tiny_qwen3):
+    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
+    eng = llm.engine
+    sched = _decoding_with_new_prompt(llm, decodes=3, chunk=11)
+    r = eng.runner
+    mixed = MixedGraphRunner(r.model, max_decodes=3, max_chunk=12, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(4, dtype=torch.int64), use_graphs=False)
+    reqs, n = sched.requests, sched.num_new_tokens
+    assert mixed.fits(sched)
+    assert not mixed.fits(SchedulerOutput(reqs[:3], n[:3])), "decode-only steps belong to the decode graphs"
+    assert not mixed.fits(SchedulerOutput(reqs[3:], n[3:])), "a chunk alone is a prefill step"
+    assert not mixed.fits(SchedulerOutput([reqs[3]] + reqs[:3], [11, 1, 1, 1])), "the chunk must come last"
+    assert not mixed.fits(SchedulerOutput(reqs, n[:3] + [13])), "over the chunk bucket"
+    small = MixedGraphRunner(r.model, max_decodes=2, max_chunk=12, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(4, dtype=torch.int64), use_graphs=False)
+    assert not small.fits(sched), "over the decode bucket"
+    reqs[0].prompt_logprobs = []
+    assert not mixed.fits(sched), "prompt logprobs need every position's hidden state"
+    reqs[0].prompt_logprobs = None
+    for rid in ("d0", "d1", "d2", "c"):
+        eng.abort(rid)
+    with pytest.raises(ValueError, match="max_decodes"):
+        MixedGraphRunner(r.model, max_decodes=4, max_chunk=12, max_model_len=r.max_model_len, block_size=4,
+                         vocab_size=r.spec.vocab_size, device=r.device, last_tokens=torch.zeros(4, dtype=torch.int64))
