@@ -66,13 +66,22 @@ def main() -> None:
     orig_launch, orig_execute = runner.launch, runner.execute
 
     def launch(sched):
-        last.update(kind="decode", bs=len(sched.requests), tokens=len(sched.requests),
-                    bucket=runner.graphs.bucket_for(len(sched.requests)) if runner.graphs else None)
+        if max(sched.num_new_tokens) == 1:
+            last.update(kind="decode", bs=len(sched.requests), tokens=len(sched.requests),
+                        bucket=runner.graphs.bucket_for(len(sched.requests)) if runner.graphs else None)
+        else:  # a launched prefill or mixed step (graphed mixed: its (decode, chunk) key)
+            mixed = runner.mixed_graphs
+            key = mixed.key_for(sched) if mixed is not None and mixed.fits(sched) else None
+            last.update(kind="launched_mixed_graph" if key else "launched_prefill", bs=len(sched.requests),
+                        tokens=sched.total_tokens, decode_rows=sum(1 for n in sched.num_new_tokens if n == 1),
+                        bucket=list(key) if key else None)
         return orig_launch(sched)
 
     def execute(sched):
         decode = all(n == 1 for n in sched.num_new_tokens)
-        last.update(kind="decode_sync" if decode else "prefill_mixed", bs=len(sched.requests),
+        mixed = runner.mixed_graphs is not None and not decode and runner.mixed_graphs.fits(sched)
+        kind = "decode_sync" if decode else "mixed_graph" if mixed else "prefill_mixed"
+        last.update(kind=kind, bs=len(sched.requests),
                     tokens=sched.total_tokens, decode_rows=sum(1 for n in sched.num_new_tokens if n == 1),
                     bucket=None)
         return orig_execute(sched)

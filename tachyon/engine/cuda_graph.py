@@ -131,6 +131,13 @@ class DecodeGraphRunner:
         none)."""
         return bs <= UNFILTERED_MAX_BATCH and os.environ.get("TACHYON_UNFILTERED_GRAPHS", "1") != "0"
 
+    def output_bytes(self, buckets: list[int] | None = None) -> int:
+        """Pool bytes that the graphs of `buckets` (default: all) and their twins keep past capture: each one's fp32
+        logits output stays allocated, so no later capture reuses it (what the memory profile must add for the
+        buckets it does not capture)."""
+        rows = sum(b * (2 if self.has_twin(b) else 1) for b in (buckets if buckets is not None else self.buckets))
+        return rows * self.vocab_size * 4
+
     def pad_inputs(self) -> None:
         """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""
         for _ in range(2):

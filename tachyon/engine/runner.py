@@ -204,7 +204,8 @@ class ModelRunner:
             if self.mixed_graph_tokens:  # likewise
                 probe_mixed = self._mixed_graph_runner()
                 probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)])
-            graph_bytes = max(0, torch.cuda.memory_reserved() - before)
+            # the buckets not captured here keep their logits outputs in the pool too
+            graph_bytes = max(0, torch.cuda.memory_reserved() - before) + probe.output_bytes(probe.buckets[:-1])
             for p in (probe, probe_prefill, probe_mixed):
                 if p is not None:
                     p.release()
