@@ -86,6 +86,14 @@ class MixedGraphRunner:
     def keys(self) -> list[tuple[int, int]]:
         return [(d, c) for d in self.decode_buckets for c in self.chunk_buckets]
 
+    def compile_keys(self) -> list[tuple[int, int]]:
+        """The keys whose steps the warm-up's compile pass runs: every chunk bucket beside the largest decode bucket
+        and every decode bucket beside the largest chunk bucket. A kernel's variant follows one side's size (the
+        decode attention's the decode rows', the prefill attention's the chunk's); a variant missed here would
+        compile at capture, which only costs start-up time."""
+        d, c = self.decode_buckets[-1], self.chunk_buckets[-1]
+        return sorted({(d, x) for x in self.chunk_buckets} | {(x, c) for x in self.decode_buckets})
+
     # ---- eligibility and buckets --------------------------------------------------------------
     def fits(self, sched: SchedulerOutput) -> bool:
         reqs, n = sched.requests, sched.num_new_tokens

@@ -155,7 +155,7 @@ class ModelRunner:
                 if self.mixed_graph_tokens:
                     mixed = self._mixed_graph_runner()
                     mixed.pad_inputs()
-                    for key in mixed.keys:
+                    for key in mixed.compile_keys():
                         mixed._step(*key)
                         self.last_tokens.zero_()
         torch.cuda.synchronize()

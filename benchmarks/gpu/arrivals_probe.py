@@ -1,0 +1,110 @@
+"""Requests arriving while others decode (a serving-like load on the engine itself, no HTTP): the first N nano256
+requests arrive as a Poisson process at --rate per second and are added to the engine as their time comes, the
+engine stepping in between at the server's default budget (2,048 tokens a step), so new prompts land in mixed
+steps beside running decodes. Records per-request TTFT and TPOT, output tok/s, and the engine's step counts by kind
+(mixed graphs launched or run); run once per engine setting (e.g. --engine-arg mixed_graph_max_tokens=0) in its
+own process and compare. Writes arrivals_<tag>.json under --out.
+
+Usage (GPU machine, repo root):
+  python3 benchmarks/gpu/arrivals_probe.py --shape qwen2.5-7b --rate 4 --num 64 --out DIR [--engine-arg k=v ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
+from tachyon import LLM, SamplingParams  # noqa: E402
+
+
+def _arg(kv: str) -> tuple[str, object]:
+    k, v = kv.split("=", 1)
+    for cast in (int, float):
+        try:
+            return k, cast(v)
+        except ValueError:
+            pass
+    return k, v
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="qwen2.5-7b")
+    ap.add_argument("--rate", type=float, default=4.0, help="arrivals per second")
+    ap.add_argument("--num", type=int, default=64)
+    ap.add_argument("--engine-arg", action="append", default=[], type=_arg)
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    engine_args = dict(max_model_len=4096, max_num_batched_tokens=2048) | dict(args.engine_arg)
+    llm = LLM(args.shape, load_format="dummy", **engine_args)
+    eng, runner = llm.engine, llm.engine.runner
+    reqs = load_workload("nano256")[: args.num]
+    llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
+    rng = random.Random(0)
+    arrivals, t = [], 0.0
+    for _ in reqs:
+        t += rng.expovariate(args.rate)
+        arrivals.append(t)
+    kinds = dict(mixed_launched=runner.num_mixed_launched, prefill_launched=runner.num_prefills_launched,
+                 decode_launched=runner.num_launched)
+    mixed = runner.mixed_graphs
+    mixed_runs = [0]
+    if mixed is not None:
+        orig = mixed.run
+
+        def counted(*a, **k):
+            mixed_runs[0] += 1
+            return orig(*a, **k)
+        mixed.run = counted
+    done: dict[str, dict] = {}
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    i = 0
+    while i < len(reqs) or eng.has_unfinished():
+        now = time.perf_counter() - t0
+        while i < len(reqs) and arrivals[i] <= now:
+            eng.add_request(f"a{i}", reqs[i]["prompt_token_ids"],
+                            SamplingParams(max_tokens=reqs[i]["max_tokens"], temperature=0.0, ignore_eos=True),
+                            arrival_time=time.time())
+            i += 1
+        if not eng.has_unfinished():
+            time.sleep(max(0.0, arrivals[i] - (time.perf_counter() - t0)))
+            continue
+        for o in eng.step(finished_only=True):
+            m, n = o.metrics, len(o.outputs[0].token_ids)
+            done[o.request_id] = dict(ttft=m.first_token_time - m.arrival_time,
+                                      tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
+    wall = time.perf_counter() - t0
+    rows = list(done.values())
+    tokens = sum(r["tokens"] for r in rows)
+    result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args, wall_s=wall,
+                  output_tok_s=tokens / wall, startup=eng.startup,
+                  ttft_mean_ms=1e3 * statistics.mean(r["ttft"] for r in rows),
+                  ttft_p90_ms=1e3 * statistics.quantiles([r["ttft"] for r in rows], n=10)[-1],
+                  tpot_mean_ms=1e3 * statistics.mean(r["tpot"] for r in rows),
+                  tpot_p90_ms=1e3 * statistics.quantiles([r["tpot"] for r in rows], n=10)[-1],
+                  mixed_graph_runs=mixed_runs[0],
+                  mixed_launched=runner.num_mixed_launched - kinds["mixed_launched"],
+                  prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
+                  decode_launched=runner.num_launched - kinds["decode_launched"])
+    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items() if k != "startup"}),
+          flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"arrivals_{Path(args.shape).name}_{args.tag}.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
