@@ -83,7 +83,9 @@ class ModelRunner:
         self.prefill_graph_tokens = prefill_graph_tokens if self.use_cuda_graphs and prefill_graph_tokens >= 16 else 0
         self.prefill_graphs = None
         # graphed mixed steps (decodes + one prompt chunk of at most this many tokens); 0: off
-        self.mixed_graph_tokens = mixed_graph_tokens if self.use_cuda_graphs and mixed_graph_tokens >= 2 else 0
+        # (a mixed step holds at least one decode beside its chunk: two sequences)
+        self.mixed_graph_tokens = (mixed_graph_tokens if self.use_cuda_graphs and mixed_graph_tokens >= 2
+                                   and max_num_seqs >= 2 else 0)
         self.mixed_graphs = None
         # overlap feed: the last decode step's sampled tokens stay on the device; rows by request
         self.last_tokens = torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, device=device)
