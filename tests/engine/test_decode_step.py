@@ -117,3 +117,22 @@ def test_run_replays_the_unfiltered_twin_only_when_every_row_allows(tiny_llama):
         assert log[-1] == "full4"
     _, tokens = runner.run([req(i, temperature=0.0) for i in range(9)], [-1] * 9)
     assert log[-1] == "full16" and tokens.tolist() == [16] * 9  # no twin above UNFILTERED_MAX_BATCH
+
+
+def test_output_bytes_is_what_the_steps_keep(tiny_llama):
+    """The memory profile adds `output_bytes` for the buckets it does not capture: the logits each bucket's step
+    (and its unfiltered twin's) returns, which a captured graph keeps allocated in the pool."""
+    model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
+    model.bind_kv_cache([torch.zeros(2, 4, 16, spec.num_kv_heads, spec.head_dim) for _ in range(spec.num_layers)])
+    runner = DecodeGraphRunner(model, max_batch=16, max_model_len=64, block_size=16, vocab_size=spec.vocab_size,
+                               device=torch.device("cpu"), last_tokens=torch.zeros(16, dtype=torch.int64))
+    runner._fill_padding(runner.staging.host(), 0, 16)  # every row padding (pad_inputs, without the CUDA sync)
+    runner._upload(16)
+    kept = {}
+    with torch.inference_mode():
+        for b in runner.buckets:
+            kept[b] = runner._step(b)[0].nbytes
+            if runner.has_twin(b):
+                kept[b] += runner._step(b, unfiltered=True)[0].nbytes
+    assert runner.output_bytes() == sum(kept.values())
+    assert runner.output_bytes(runner.buckets[:-1]) == sum(kept.values()) - kept[16]
