@@ -31,9 +31,9 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
-from tachyon.engine.cuda_graph import capture_step
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
+from tachyon.engine.step_graphs import StepGraphs
 
 # coarser than the decode graphs' buckets: a mixed step already carries the chunk's rows, so a few padding decode
 # rows cost little, and every (decode, chunk) pair is a graph to capture at start-up. The chunk's buckets are fine:
@@ -47,7 +47,7 @@ def _buckets(candidates: tuple[int, ...], limit: int) -> list[int]:
     return [b for b in candidates if b < limit] + [limit]
 
 
-class MixedGraphRunner:
+class MixedGraphRunner(StepGraphs):
     def __init__(self, model: torch.nn.Module, *, max_decodes: int, max_chunk: int, max_model_len: int,
                  block_size: int, vocab_size: int, device: torch.device, last_tokens: torch.Tensor,
                  use_graphs: bool = True):
@@ -55,11 +55,11 @@ class MixedGraphRunner:
             raise ValueError(f"mixed graphs need max_decodes >= 1 and max_chunk >= 2, got {max_decodes}, {max_chunk}")
         if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_decodes + 1:
             raise ValueError(f"last_tokens must be int64 with at least max_decodes + 1 = {max_decodes + 1} rows")
+        super().__init__(use_graphs and device.type == "cuda")
         self.model = model
         self.device = device
         self.block_size = block_size
         self.max_model_len = max_model_len
-        self.use_graphs = use_graphs and device.type == "cuda"
         self.decode_buckets = _buckets(DECODE_BUCKETS, max_decodes)
         self.chunk_buckets = _buckets(CHUNK_BUCKETS, max_chunk)
         self.max_decodes, self.max_chunk = max_decodes, max_chunk
@@ -78,9 +78,6 @@ class MixedGraphRunner:
         self.decode_qsl = torch.arange(max_decodes + 1, dtype=i32, device=device)
         # one logits buffer for every graph (a graph's own output would stay allocated per key)
         self.logits = torch.zeros(S, vocab_size, dtype=f32, device=device)
-        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
-        self.tokens: dict[tuple[int, int], torch.Tensor] = {}
-        self.pool = None
 
     @property
     def keys(self) -> list[tuple[int, int]]:
@@ -170,38 +167,14 @@ class MixedGraphRunner:
         self._pad_samples(h, d + 1, d_pad + 1)
         self.staging.upload_rows("block_tables", d_pad + 1)
 
-    @staticmethod
-    def _pad_samples(h: dict[str, np.ndarray], start: int, end: int) -> None:
-        for name in ("rows", "seeds", "steps", "top_k", "temperature", "min_p"):
-            h[name][start:end] = 0  # greedy from row 0
-        h["top_p"][start:end] = 1.0
-
     def run(self, sched: SchedulerOutput, src_rows: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay (or run eagerly) the padded step; see the module contract."""
         n = len(sched.requests)
         key = self.key_for(sched)
         self._fill(sched, src_rows or [-1] * (n - 1), *key)
-        if self.use_graphs:
-            self.graphs[key].replay()
-            tokens = self.tokens[key]
-        else:
-            tokens = self._step(*key)
-        return self.logits[:n], tokens[:n]
+        return self._replay(key, n)
 
-    # ---- capture ------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def capture(self, pool=None, keys: list[tuple[int, int]] | None = None) -> None:
-        """Capture the given (default: every) (decode, chunk) bucket pair, largest first, into `pool` (e.g. the
-        decode graphs' pool: the steps never run concurrently) or a new one."""
-        if not self.use_graphs:
-            return
-        self.pool = pool
-        self.pad_inputs()
-        for d, c in sorted(keys or self.keys, key=lambda k: (k[0] + k[1], k), reverse=True):
-            self.graphs[(d, c)], self.tokens[(d, c)], self.pool = capture_step(lambda d=d, c=c: self._step(d, c),
-                                                                               self.pool)
-        torch.cuda.synchronize()
-
+    # ---- capture (StepGraphs.capture) ---------------------------------------------------------
     def pad_inputs(self) -> None:
         """Every decode row, chunk token and sample row padding (both staging sets, uploaded): what capture and the
         warm-up's compile pass run on. The chunk of each key then has no query tokens."""
@@ -214,7 +187,3 @@ class MixedGraphRunner:
             h["chunk_qsl"][:] = 0
             self._pad_samples(h, 0, self.max_decodes + 1)
             self.staging.upload()
-
-    def release(self) -> None:
-        self.graphs.clear()
-        self.tokens.clear()

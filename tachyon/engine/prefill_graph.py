@@ -25,25 +25,25 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
-from tachyon.engine.cuda_graph import capture_step
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
+from tachyon.engine.step_graphs import StepGraphs
 
 TOKEN_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048)
 SEQ_BUCKETS = (1, 2, 4, 8)
 
 
-class PrefillGraphRunner:
+class PrefillGraphRunner(StepGraphs):
     def __init__(self, model: torch.nn.Module, *, max_tokens: int, max_seqs: int, max_model_len: int,
                  block_size: int, vocab_size: int, device: torch.device, last_tokens: torch.Tensor,
                  use_graphs: bool = True):
         if max_tokens < 2 or max_seqs < 1:
             raise ValueError(f"prefill graphs need max_tokens >= 2 and max_seqs >= 1, got {max_tokens}, {max_seqs}")
+        super().__init__(use_graphs and device.type == "cuda")
         self.model = model
         self.device = device
         self.block_size = block_size
         self.max_model_len = max_model_len
-        self.use_graphs = use_graphs and device.type == "cuda"
         self.token_buckets = [t for t in TOKEN_BUCKETS if t < max_tokens] + [max_tokens]
         self.seq_buckets = [b for b in SEQ_BUCKETS if b < max_seqs] + [max_seqs]
         self.max_tokens, self.max_seqs = max_tokens, max_seqs
@@ -63,9 +63,10 @@ class PrefillGraphRunner:
         if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_seqs:
             raise ValueError(f"last_tokens must be int64 with at least max_seqs={max_seqs} rows")
         self.last_tokens = last_tokens
-        self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
-        self.tokens: dict[tuple[int, int], torch.Tensor] = {}
-        self.pool = None
+
+    @property
+    def keys(self) -> list[tuple[int, int]]:
+        return [(t, b) for t in self.token_buckets for b in self.seq_buckets if b <= t]
 
     # ---- eligibility and buckets --------------------------------------------------------------
     def fits(self, sched: SchedulerOutput) -> bool:
@@ -111,52 +112,27 @@ class PrefillGraphRunner:
         self._pad(h, off, t, len(sched.requests), b)
         self.staging.upload_rows("block_tables", b)
 
-    @staticmethod
-    def _pad(h: dict[str, np.ndarray], tokens: int, t: int, seqs: int, b: int) -> None:
+    @classmethod
+    def _pad(cls, h: dict[str, np.ndarray], tokens: int, t: int, seqs: int, b: int) -> None:
         """Tokens [tokens, t) and sequences [seqs, b) of host set `h` become padding."""
         h["input_ids"][tokens:t] = 0
         h["positions"][tokens:t] = 0
         h["slots"][tokens:t] = -1  # padding tokens store nothing
         h["query_start_loc"][seqs: b + 1] = tokens  # padding sequences: no query tokens ...
         h["seq_lens"][seqs:b] = 0  # ... and no keys
-        for name in ("rows", "seeds", "steps", "top_k", "temperature", "min_p"):
-            h[name][seqs:b] = 0  # greedy from row 0
-        h["top_p"][seqs:b] = 1.0
+        cls._pad_samples(h, seqs, b)
 
     def run(self, sched: SchedulerOutput) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay (or run eagerly) the padded step; see the module contract."""
         n = len(sched.requests)
         key = (self._bucket(self.token_buckets, sum(sched.num_new_tokens)), self._bucket(self.seq_buckets, n))
         self._fill(sched, *key)
-        if self.use_graphs:
-            self.graphs[key].replay()
-            tokens = self.tokens[key]
-        else:
-            tokens = self._step(*key)
-        return self.logits[:n], tokens[:n]
+        return self._replay(key, n)
 
-    # ---- capture ------------------------------------------------------------------------------
-    @torch.inference_mode()
-    def capture(self, pool=None, buckets: list[tuple[int, int]] | None = None) -> None:
-        """Capture the given (default: every) (token, sequence) bucket pair, largest first, into `pool`
-        (e.g. the decode graphs' pool: the steps never run concurrently) or a new one."""
-        if not self.use_graphs:
-            return
-        self.pool = pool
-        self.pad_inputs()
-        keys = buckets or [(t, b) for t in self.token_buckets for b in self.seq_buckets if b <= t]
-        for t, b in sorted(keys, reverse=True):
-            self.graphs[(t, b)], self.tokens[(t, b)], self.pool = capture_step(lambda t=t, b=b: self._step(t, b),
-                                                                               self.pool)
-        torch.cuda.synchronize()
-
+    # ---- capture (StepGraphs.capture) ---------------------------------------------------------
     def pad_inputs(self) -> None:
         """Every token and sequence padding, in both staging sets (uploaded): what capture and the warm-up's
         compile pass run on."""
         for _ in range(2):
             self._pad(self.staging.host(), 0, self.max_tokens, 0, self.max_seqs)
             self.staging.upload()
-
-    def release(self) -> None:
-        self.graphs.clear()
-        self.tokens.clear()

@@ -4,7 +4,8 @@ Contract: `execute` gets a non-empty SchedulerOutput whose requests already hold
 scheduled token; it returns one token (and logprobs if asked) per request whose chunk reached its
 last token, and fills prompt logprobs for requests that asked. It never touches the block pool.
 `launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
-batch, or a prefill step in which every request samples; either way each request draws one token.
+batch, a prefill step in which every request samples, or a graphed mixed step whose chunk completes its prompt;
+in each case every request draws one token.
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ class ModelRunner:
             probe_prefill = probe_mixed = None
             if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
                 probe_prefill = self._prefill_graph_runner()
-                probe_prefill.capture(pool=probe.pool, buckets=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
+                probe_prefill.capture(pool=probe.pool, keys=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
             if self.mixed_graph_tokens:  # likewise
                 probe_mixed = self._mixed_graph_runner()
                 probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)])
