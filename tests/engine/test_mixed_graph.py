@@ -146,3 +146,34 @@ def test_fits_only_eligible_steps(tiny_qwen3):
     with pytest.raises(ValueError, match="max_decodes"):
         MixedGraphRunner(r.model, max_decodes=4, max_chunk=12, max_model_len=r.max_model_len, block_size=4,
                          vocab_size=r.spec.vocab_size, device=r.device, last_tokens=torch.zeros(4, dtype=torch.int64))
+
+
+def test_prefill_graph_first_unless_decode_inputs_are_pending(tiny_qwen3):
+    """With both padded runners installed, a mixed step that a prefill graph covers and whose inputs are all on
+    the host takes the prefill graph (less padding); one whose decode rows' tokens are in flight takes the mixed
+    graph (the prefill graph has no device-side inputs). Tokens stay those of the engine without either."""
+    from tachyon.engine.prefill_graph import PrefillGraphRunner
+
+    class _CountingPrefill(PrefillGraphRunner):
+        runs = 0
+
+        def run(self, sched):
+            type(self).runs += 1
+            assert not any(r.num_pending for r in sched.requests), "a pending input reached the prefill graph"
+            return super().run(sched)
+
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=24,
+              max_num_seqs=3)
+    plain, both = LLM(tiny_qwen3, **kw), LLM(tiny_qwen3, **kw)
+    r = both.engine.runner
+    _Counting.runs = _CountingPrefill.runs = 0
+    _install(both, max_decodes=2, max_chunk=23)
+    r.prefill_graphs = _CountingPrefill(r.model, max_tokens=24, max_seqs=3, max_model_len=r.max_model_len,
+                                        block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                                        last_tokens=r.last_tokens, use_graphs=False)
+    prompts = _prompts(9, seed=4, hi=20)
+    sps = [SamplingParams(temperature=0.0, max_tokens=3 + i % 4, ignore_eos=True) for i in range(9)]
+    assert _tokens(both, prompts, sps) == _tokens(plain, prompts, sps)
+    assert _Counting.runs > 0 and _CountingPrefill.runs > 0
+    assert r.num_mixed_launched > 0, "pending decode inputs never took the mixed graph"
+    both.engine.check_integrity()
