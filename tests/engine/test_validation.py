@@ -46,6 +46,18 @@ def test_unknown_engine_argument():
         LLM(None, device="cpu", not_a_flag=1)
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(mixed_graph_max_tokens=-1), r"mixed_graph_max_tokens must be in \[0, 8192\], got -1"),
+    (dict(mixed_graph_max_tokens=8193), r"mixed_graph_max_tokens must be in \[0, 8192\], got 8193"),
+    (dict(prefill_graph_max_tokens=9000), r"prefill_graph_max_tokens must be in \[0, 8192\]"),
+])
+def test_graph_token_limits(kwargs, match):
+    from tachyon.config import EngineConfig
+
+    with pytest.raises(ValueError, match=match):
+        EngineConfig(**kwargs)
+
+
 def test_unsupported_architecture(tmp_path, tiny_llama):
     d = tmp_path / "m"
     shutil.copytree(tiny_llama, d)
