@@ -53,17 +53,11 @@ class MixedGraphRunner(StepGraphs):
                  use_graphs: bool = True):
         if max_decodes < 1 or max_chunk < 2:
             raise ValueError(f"mixed graphs need max_decodes >= 1 and max_chunk >= 2, got {max_decodes}, {max_chunk}")
-        if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_decodes + 1:
-            raise ValueError(f"last_tokens must be int64 with at least max_decodes + 1 = {max_decodes + 1} rows")
-        super().__init__(use_graphs and device.type == "cuda")
-        self.model = model
-        self.device = device
-        self.block_size = block_size
-        self.max_model_len = max_model_len
+        super().__init__(model, max_model_len=max_model_len, block_size=block_size, device=device,
+                         last_tokens=last_tokens, sample_rows=max_decodes + 1, use_graphs=use_graphs)
         self.decode_buckets = _buckets(DECODE_BUCKETS, max_decodes)
         self.chunk_buckets = _buckets(CHUNK_BUCKETS, max_chunk)
         self.max_decodes, self.max_chunk = max_decodes, max_chunk
-        self.last_tokens = last_tokens
         T, S, MB = max_decodes + max_chunk, max_decodes + 1, -(-max_model_len // block_size)
         i64, i32, f32 = torch.int64, torch.int32, torch.float32
         # sequences: decode rows 0..D-1, the chunk at D (seq_lens, block_tables); sample rows: one per request

@@ -39,11 +39,8 @@ class PrefillGraphRunner(StepGraphs):
                  use_graphs: bool = True):
         if max_tokens < 2 or max_seqs < 1:
             raise ValueError(f"prefill graphs need max_tokens >= 2 and max_seqs >= 1, got {max_tokens}, {max_seqs}")
-        super().__init__(use_graphs and device.type == "cuda")
-        self.model = model
-        self.device = device
-        self.block_size = block_size
-        self.max_model_len = max_model_len
+        super().__init__(model, max_model_len=max_model_len, block_size=block_size, device=device,
+                         last_tokens=last_tokens, sample_rows=max_seqs, use_graphs=use_graphs)
         self.token_buckets = [t for t in TOKEN_BUCKETS if t < max_tokens] + [max_tokens]
         self.seq_buckets = [b for b in SEQ_BUCKETS if b < max_seqs] + [max_seqs]
         self.max_tokens, self.max_seqs = max_tokens, max_seqs
@@ -60,9 +57,6 @@ class PrefillGraphRunner(StepGraphs):
         self.buf = self.staging.device
         # one logits buffer for every graph (the fp32 conversion writes it: no extra kernel)
         self.logits = torch.zeros(B, vocab_size, dtype=torch.float32, device=device)
-        if last_tokens.dtype != torch.int64 or last_tokens.numel() < max_seqs:
-            raise ValueError(f"last_tokens must be int64 with at least max_seqs={max_seqs} rows")
-        self.last_tokens = last_tokens
 
     @property
     def keys(self) -> list[tuple[int, int]]:

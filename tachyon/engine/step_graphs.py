@@ -19,8 +19,19 @@ _SAMPLE_PADDING = {"rows": 0, "seeds": 0, "steps": 0, "top_k": 0, "temperature":
 
 
 class StepGraphs:
-    def __init__(self, use_graphs: bool) -> None:
-        self.use_graphs = use_graphs
+    def __init__(self, model: torch.nn.Module, *, max_model_len: int, block_size: int, device: torch.device,
+                 last_tokens: torch.Tensor, sample_rows: int, use_graphs: bool) -> None:
+        """`last_tokens` (the runner's overlap feed, not owned here) must be int64 and hold a row for each of a
+        step's `sample_rows` (its most sample rows). Graphs only on a CUDA device."""
+        if last_tokens.dtype != torch.int64 or last_tokens.numel() < sample_rows:
+            raise ValueError(f"last_tokens must be int64 with at least {sample_rows} rows (a step's sample rows), "
+                             f"got {last_tokens.numel()} of {last_tokens.dtype}")
+        self.model = model
+        self.max_model_len = max_model_len
+        self.block_size = block_size
+        self.device = device
+        self.last_tokens = last_tokens
+        self.use_graphs = use_graphs and device.type == "cuda"
         self.graphs: dict[tuple[int, ...], torch.cuda.CUDAGraph] = {}
         self.tokens: dict[tuple[int, ...], torch.Tensor] = {}
         self.pool = None

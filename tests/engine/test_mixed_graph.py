@@ -143,7 +143,7 @@ def test_fits_only_eligible_steps(tiny_qwen3):
     reqs[0].prompt_logprobs = None
     for rid in ("d0", "d1", "d2", "c"):
         eng.abort(rid)
-    with pytest.raises(ValueError, match="max_decodes"):
+    with pytest.raises(ValueError, match="at least 5 rows"):
         MixedGraphRunner(r.model, max_decodes=4, max_chunk=12, max_model_len=r.max_model_len, block_size=4,
                          vocab_size=r.spec.vocab_size, device=r.device, last_tokens=torch.zeros(4, dtype=torch.int64))
 
