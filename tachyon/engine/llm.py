@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
 
 from tachyon.config import EngineConfig
 from tachyon.engine.engine import LLMEngine
@@ -15,18 +18,33 @@ Prompt = str | list[int] | dict
 # (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, 26,389.5 at 8,192; benchmarks/results/session19/). The
 # server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
+# on a GPU of at least LARGE_GPU_BYTES (vLLM's LLM does the same): nano256 on an H200 gained in alternating
+# processes in each of three sessions, Qwen3-0.6B +0.7-1.7%, Qwen2.5-7B +0.3-1.1% (benchmarks/results/session13/,
+# session19/, session22/). Smaller cards keep 8,192: the larger step's activations come out of the KV cache.
+OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS = 16384
+LARGE_GPU_BYTES = 70 * 2**30
+
+
+def offline_max_num_batched_tokens(device: torch.device) -> int:
+    """The offline default step budget on `device`: OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS on a CUDA device of
+    at least LARGE_GPU_BYTES, else OFFLINE_MAX_NUM_BATCHED_TOKENS."""
+    if device.type == "cuda" and torch.cuda.get_device_properties(device).total_memory >= LARGE_GPU_BYTES:
+        return OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS
+    return OFFLINE_MAX_NUM_BATCHED_TOKENS
 
 
 class LLM:
     """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
 
     Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
-    OFFLINE_MAX_NUM_BATCHED_TOKENS."""
+    offline_max_num_batched_tokens of the engine's device."""
 
     def __init__(self, model: str | None = None, **engine_args):
-        if engine_args.get("max_num_batched_tokens") is None:
-            engine_args["max_num_batched_tokens"] = OFFLINE_MAX_NUM_BATCHED_TOKENS
-        self.engine = LLMEngine(EngineConfig.from_kwargs(model=model, **engine_args))
+        budget = engine_args.pop("max_num_batched_tokens", None)
+        config = EngineConfig.from_kwargs(model=model, **engine_args)
+        if budget is None:
+            budget = offline_max_num_batched_tokens(config.resolved_device())
+        self.engine = LLMEngine(replace(config, max_num_batched_tokens=budget))
         self._ids = itertools.count()
 
     def get_tokenizer(self):
