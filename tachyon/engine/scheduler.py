@@ -20,8 +20,8 @@ Policies:
         cannot end sooner), and with it, in the same step, those at least LPT_DUE_SOON of the horizon long; an
         idle engine always admits. With ignore_eos the remaining counts are exact; requests that stop early make
         the cap larger than needed, which tends to fcfs. Measured on an H200 (nano256): +1.2-2.2% on Qwen2.5-7B,
-        -2 to -6% on Qwen3-0.6B, whose admissions' eager mixed steps are bound by the host (docs/performance.md,
-        stop 27).
+        -2 to -6% on Qwen3-0.6B, whose admissions' eager mixed steps are bound by the host
+        (docs/performance-history.md, stop 27).
 """
 
 from __future__ import annotations

@@ -93,8 +93,8 @@ def iter_safetensors(path: str) -> Iterator[tuple[str, torch.Tensor]]:
 def _init_dummy(model: DecoderForCausalLM, seed: int) -> None:
     """Random weights. Default: normal(0, 0.02) matrices and biases, norm weights 1 (the transformers init).
     TACHYON_DUMMY_INIT=uniform: every parameter, norms included, uniform(-1e-3, 1e-3) (vLLM's dummy loader) --
-    an A/B knob for how much the data itself moves a power-capped run (7B nano256 +0.8%: docs/performance.md,
-    stop 22). Any other value raises ValueError."""
+    an A/B knob for how much the data itself moves a power-capped run (7B nano256 +0.8%:
+    docs/performance-history.md, stop 22). Any other value raises ValueError."""
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     scheme = os.environ.get("TACHYON_DUMMY_INIT", "normal")
     if scheme not in ("normal", "uniform"):
