@@ -83,8 +83,8 @@ class EngineConfig:
             raise ValueError(f"kv_cache_memory_gb must be > 0, got {self.kv_cache_memory_gb}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
-        if self.max_num_batched_tokens < 1:
-            raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if not isinstance(self.max_num_batched_tokens, int) or self.max_num_batched_tokens < 1:
+            raise ValueError(f"max_num_batched_tokens must be an integer >= 1, got {self.max_num_batched_tokens!r}")
         if not 0 <= self.prefill_graph_max_tokens <= 8192:
             raise ValueError(f"prefill_graph_max_tokens must be in [0, 8192], got {self.prefill_graph_max_tokens}")
         if not 0 <= self.mixed_graph_max_tokens <= 8192:

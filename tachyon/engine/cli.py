@@ -52,13 +52,18 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
-    return dict(load_format=args.load_format, dtype=args.dtype, device=args.device,
-                max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
-                max_num_batched_tokens=args.max_num_batched_tokens, scheduling_policy=args.scheduling_policy,
-                gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
-                prefill_graph_max_tokens=args.prefill_graph_max_tokens,
-                mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
-                quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
+    """EngineConfig arguments from add_engine_args' flags; max_num_batched_tokens only when given (LLM then picks
+    the offline default for its device)."""
+    kw = dict(load_format=args.load_format, dtype=args.dtype, device=args.device,
+              max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+              scheduling_policy=args.scheduling_policy,
+              gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
+              prefill_graph_max_tokens=args.prefill_graph_max_tokens,
+              mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
+              quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
+    if args.max_num_batched_tokens is not None:
+        kw["max_num_batched_tokens"] = args.max_num_batched_tokens
+    return kw
 
 
 def _add_sampling_args(p: argparse.ArgumentParser, max_tokens: int) -> None:

@@ -59,3 +59,20 @@ def test_offline_budget_follows_the_gpu(monkeypatch, device, gib, budget):
 def test_explicit_budget_is_validated(tiny_llama):
     with pytest.raises(ValueError, match="max_num_batched_tokens"):
         LLM(tiny_llama, device="cpu", dtype="float32", max_num_batched_tokens=0)
+
+
+def test_cli_budget_reaches_the_llm_only_when_given():
+    import argparse
+
+    from tachyon.engine.cli import add_engine_args, engine_kwargs
+
+    p = argparse.ArgumentParser()
+    add_engine_args(p)
+    assert "max_num_batched_tokens" not in engine_kwargs(p.parse_args([]))  # LLM picks the device's default
+    assert engine_kwargs(p.parse_args(["--max-num-batched-tokens", "4096"]))["max_num_batched_tokens"] == 4096
+
+
+@pytest.mark.parametrize("bad", [None, 0, "8192"])
+def test_engine_config_names_a_bad_budget(bad):
+    with pytest.raises(ValueError, match="max_num_batched_tokens must be an integer >= 1"):
+        EngineConfig(max_num_batched_tokens=bad)
