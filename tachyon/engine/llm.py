@@ -19,7 +19,7 @@ Prompt = str | list[int] | dict
 # server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
 # on a GPU of at least LARGE_GPU_BYTES (vLLM's LLM does the same): nano256 on an H200, alternating processes, means
-# of each session's runs: Qwen2.5-7B +0.3%, +0.8%, +0.7% (benchmarks/results/session13/, session19/, session22/),
+# of each session's runs: Qwen2.5-7B +0.7%, +0.8%, +0.7% (benchmarks/results/session13/, session19/, session22/),
 # Qwen3-0.6B +1.7%, +1.3% (session19/, session22/). Smaller cards keep 8,192: the larger step's activations come
 # out of the KV cache.
 OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS = 16384
