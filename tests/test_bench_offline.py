@@ -280,3 +280,45 @@ def test_tachyon_backend_freezes_the_heap_for_its_runs(tiny_llama):
     del engine, cycle
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.skipif(not tachyon_engine_available(), reason="tachyon.engine.llm not importable yet")
+def test_isolated_backends_run_each_in_its_own_process(tiny_llama):
+    import os
+
+    wl = load_workload("seed8").clamp_vocab(49152).truncated(num_requests=2, max_tokens=4)
+    opts = BackendOptions(model=tiny_llama, hf_batch_size=2, engine_args={"max_model_len": 256, "num_kv_blocks": 32})
+    shared = run_offline(["hf", "tachyon"], opts, wl, warmup=False, log=lambda m: None, isolate=False)
+    res = run_offline(["hf", "tachyon"], opts, wl, warmup=False, log=lambda m: None, isolate=True)
+    assert not res.warnings and res.engine_args["isolated_backends"] is True
+    pids = [r.config["pid"] for r in res.runs]
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+    assert [r.config["pid"] for r in shared.runs] == [os.getpid()] * 2
+    for r, s in zip(res.runs, shared.runs):  # the child's Run carries its per-request records back
+        assert r.summary.output_tokens == s.summary.output_tokens == 8 and r.summary.extra["exact_output_tokens"]
+        assert [q.output_tokens for q in r.requests] == [4, 4]
+        assert r.config["backend"] == s.config["backend"]
+
+
+def test_isolated_backend_errors_come_back(monkeypatch, tiny_llama):
+    import sys
+
+    wl = load_workload("bs1").truncated(max_tokens=2)
+    opts = BackendOptions(model=tiny_llama)
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):  # the child's exception, its type kept
+        run_offline(["nope"], opts, wl, isolate=True, log=lambda m: None)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # a child that dies without writing a result
+    res = run_offline(["hf", "nope"], opts, wl, isolate=True, log=lambda m: None)
+    assert res.runs == [] and len(res.warnings) == 2
+    assert all("child process exited with status 1 without a result" in w for w in res.warnings)
+
+
+def test_isolation_defaults_to_several_backends_on_a_gpu(monkeypatch):
+    from tachyon.bench import gpu, offline
+
+    monkeypatch.setattr(gpu, "cuda_available", lambda: True)
+    assert offline.default_isolation(["hf", "tachyon"], BackendOptions(model=None))
+    assert not offline.default_isolation(["tachyon"], BackendOptions(model=None))
+    assert not offline.default_isolation(["hf", "tachyon"], BackendOptions(model=None, device="cpu"))
+    monkeypatch.setattr(gpu, "cuda_available", lambda: False)
+    assert not offline.default_isolation(["hf", "tachyon"], BackendOptions(model=None))

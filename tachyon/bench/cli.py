@@ -30,6 +30,9 @@ def _offline(sub) -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="timed runs of the whole workload per backend (one load); the median one is reported, "
                         "every run's throughput is kept in the JSON")
+    p.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=None,
+                   help="run each backend in its own fresh process (default: on when several backends share a GPU, "
+                        "so that one's device-memory state cannot bias the next)")
     _outputs(p)
     p.set_defaults(func=commands.offline)
 

@@ -58,7 +58,7 @@ def offline(args) -> int:
     if args.warmup_max_tokens is not None and args.warmup_max_tokens < 1:
         raise SystemExit(f"--warmup-max-tokens must be at least 1, got {args.warmup_max_tokens}")
     res = run_offline(backends, opts, wl, warmup=not args.no_warmup, repeats=args.repeats,
-                      warmup_max_tokens=args.warmup_max_tokens)
+                      warmup_max_tokens=args.warmup_max_tokens, isolate=args.isolate)
     print(md_table(*speedup_table(res)))
     _finish(res, args)
     return 0 if not res.warnings else 2

@@ -1,19 +1,21 @@
 """`bench offline`: run one workload through one or more backends, one after another, same settings.
 
-Contract: `run_offline(backends, opts, workload, warmup=True, repeats=1)` returns a
-`BenchResult(kind="offline")` with one `Run` per backend (label = backend name). Each backend: load, an
-untimed warm-up (`warmup_workload`: the backend's `warmup_requests` first requests at full length), then
-`repeats` timed runs of the whole workload, each inside a `GpuMeter`. The `Run` is the median one by output
-throughput (the lower median for an even count): every figure of it comes from that one real run, never a
-mix. A backend that fails (when several run) becomes a warning, not a lost run. `summary.extra` holds the
-exactness check of the output token count (over every repeat), load time, peak GPU memory (over every
-repeat), energy and tokens/J, for single-request workloads the achieved weight-read bandwidth (bytes read
-per decode step / TPOT), and with repeats > 1 every repeat's throughput, duration, TTFT, TPOT and energy
-(`repeats`) and which one is reported (`repeat_chosen`).
+Contract: `run_offline(backends, opts, workload, warmup=True, repeats=1)` returns a `BenchResult(kind="offline")`
+with one `Run` per backend (label = backend name). Each backend: load, an untimed warm-up (`warmup_workload`: the
+backend's `warmup_requests` first requests at full length), then `repeats` timed runs of the whole workload, each
+inside a `GpuMeter`. With `isolate` (the default when several backends run on a GPU) each backend runs in its own
+fresh child process (`isolated.py`), so that one backend's device-memory state cannot bias the next;
+`Run.config["pid"]` names the process that ran it. The `Run` is the median one by output throughput (the lower
+median for an even count): every figure of it comes from that one real run, never a mix. A backend that fails (when
+several run) becomes a warning, not a lost run. `summary.extra` holds the exactness check of the output token count
+(over every repeat), load time, peak GPU memory (over every repeat), energy and tokens/J, for single-request
+workloads the achieved weight-read bandwidth (bytes read per decode step / TPOT), and with repeats > 1 every
+repeat's throughput, duration, TTFT, TPOT and energy (`repeats`) and which one is reported (`repeat_chosen`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -128,23 +130,39 @@ def run_backend(name: str, opts: BackendOptions, workload: Workload, warmup: boo
     if repeats == 1 and 0 < summary.duration_s < SHORT_RUN_S:
         log(f"[{name}] note: a {summary.duration_s:.2f}-s run moves by a percent or more with one millisecond-scale "
             f"stall of the host or driver; --repeats 5 reports the median of five")
-    return Run(label=name, config={"backend": name, "dtype": dtype, **info}, summary=summary,
+    return Run(label=name, config={"backend": name, "dtype": dtype, "pid": os.getpid(), **info}, summary=summary,
                requests=out.records)
+
+
+def default_isolation(backends: list[str], opts: BackendOptions) -> bool:
+    """Whether `run_offline` runs each backend in its own process by default: when several backends share a GPU."""
+    from tachyon.bench.gpu import cuda_available
+
+    return len(backends) > 1 and opts.device != "cpu" and cuda_available()
 
 
 def run_offline(backends: list[str], opts: BackendOptions, workload: Workload, warmup: bool = True,
                 log: Callable[[str], None] = print, repeats: int = 1,
-                warmup_max_tokens: int | None = None) -> BenchResult:
+                warmup_max_tokens: int | None = None, isolate: bool | None = None) -> BenchResult:
+    """`isolate`: run each backend in a fresh child process (None: `default_isolation`). The child logs to this
+    process's stdout; `log` receives only this function's own lines."""
     _check_counts(repeats, warmup_max_tokens)  # before any backend loads: with several, a per-backend error
     # would only become a warning
+    if isolate is None:
+        isolate = default_isolation(backends, opts)
     res = BenchResult(kind="offline", env=capture_env(), model=opts.model, dtype=_resolved_dtype(opts),
                       engine_args=dict(opts.engine_args, dummy=opts.dummy, device=opts.device,
-                                       hf_batch_size=opts.hf_batch_size),
+                                       hf_batch_size=opts.hf_batch_size, isolated_backends=isolate),
                       workload=workload.name, seed=opts.seed,
                       quantization=opts.engine_args.get("quantization"))
     for name in backends:
         try:
-            run = run_backend(name, opts, workload, warmup, log, repeats, warmup_max_tokens)
+            if isolate:
+                from tachyon.bench.isolated import run_backend_isolated
+
+                run = run_backend_isolated(name, opts, workload, warmup, repeats, warmup_max_tokens)
+            else:
+                run = run_backend(name, opts, workload, warmup, log, repeats, warmup_max_tokens)
         except Exception as e:  # one broken backend must not lose the others' numbers
             if len(backends) == 1:
                 raise

@@ -1,0 +1,62 @@
+"""Run one offline backend in a fresh child Python process (`python -m tachyon.bench.isolated IN OUT`).
+
+Why: backends run one after another share a process's device state. On an H200 a Qwen3-0.6B batch-1 engine built
+after plain `transformers` ran in the same process landed in a ~2%-slower mode in some processes and not in others
+(docs/performance.md, "Qwen3-0.6B bs1's two modes"), a layout effect of the allocations made before it. A child
+process per backend starts each one from the same clean state, as separate benchmark invocations would.
+
+Contract: `run_backend_isolated` pickles its arguments to a temporary file, runs the child with this interpreter and
+the parent's environment (stdout / stderr inherited, so the backend's log lines show), and returns the child's `Run`
+(its `config["pid"]`, set by `run_backend`, is the child's). The child owns the device for its lifetime; the parent
+must not hold device memory the backend needs. A backend error in the child is raised again in the parent as the
+same exception type where it can be pickled (else RuntimeError) with the child's message; a child that dies without
+a result (killed, crashed) raises RuntimeError naming its exit status. Temporary files are removed in every case.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tachyon.bench.backends import BackendOptions
+from tachyon.bench.schema import Run
+from tachyon.bench.workloads import Workload
+
+
+def run_backend_isolated(name: str, opts: BackendOptions, workload: Workload, warmup: bool = True,
+                         repeats: int = 1, warmup_max_tokens: int | None = None) -> Run:
+    with tempfile.TemporaryDirectory(prefix="tachyon-bench-") as tmp:
+        inp, out = Path(tmp) / "in.pkl", Path(tmp) / "out.pkl"
+        inp.write_bytes(pickle.dumps((name, opts, workload, warmup, repeats, warmup_max_tokens)))
+        proc = subprocess.run([sys.executable, "-m", "tachyon.bench.isolated", str(inp), str(out)], check=False)
+        if not out.exists():
+            raise RuntimeError(f"backend {name!r}: its child process exited with status {proc.returncode} "
+                               "without a result")
+        status, value = pickle.loads(out.read_bytes())
+    if status == "ok":
+        return value
+    raise value
+
+
+def _child(inp: Path, out: Path) -> int:
+    from tachyon.bench.offline import run_backend
+
+    name, opts, workload, warmup, repeats, warmup_max_tokens = pickle.loads(inp.read_bytes())
+    try:
+        result = ("ok", run_backend(name, opts, workload, warmup, lambda m: print(m, flush=True), repeats,
+                                    warmup_max_tokens))
+    except Exception as e:  # noqa: BLE001 - every backend error goes back to the parent, which decides
+        try:
+            pickle.dumps(e)
+            result = ("error", e)
+        except Exception:  # noqa: BLE001 - an exception that cannot travel goes back as its text
+            result = ("error", RuntimeError(f"{type(e).__name__}: {e}"))
+    out.write_bytes(pickle.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child(Path(sys.argv[1]), Path(sys.argv[2])))
