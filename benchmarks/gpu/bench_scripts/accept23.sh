@@ -34,7 +34,8 @@ for phase in ${2//,/ }; do
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.draw.instant,clocks_event_reasons.active \
         --format=csv -lms 100 > $R/smi.csv 2>&1 &
       SMI=$!
-      timeout 420 $B bench offline --backend hf,tachyon --model $SHAPE --dummy --workload nano256 --hf-batch-size 64 \
+      timeout ${NANO_TIMEOUT:-570} $B bench offline --backend hf,tachyon --model $SHAPE --dummy --workload nano256 \
+        --hf-batch-size 64 \
         --output $R/offline/nano256_$SHAPE.json --report-dir $R/offline 2>&1 | f | rows | sed "s/^/$SHAPE nano256 /"
       kill $SMI ;;
     bs1x)
