@@ -60,6 +60,30 @@ def _driver() -> str | None:
         return None
 
 
+def _board() -> dict | None:
+    """GPU 0's identity and limits from NVML; each field None where NVML does not give it, None without NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:
+        return None
+
+    def ask(fn, *args):
+        try:
+            v = getattr(pynvml, fn)(h, *args)
+        except Exception:
+            return None
+        return v.decode() if isinstance(v, bytes) else v
+
+    limit_mw = ask("nvmlDeviceGetEnforcedPowerLimit")
+    return {"uuid": ask("nvmlDeviceGetUUID"), "serial": ask("nvmlDeviceGetSerial"),
+            "power_limit_w": None if limit_mw is None else limit_mw / 1000,
+            "sm_clock_max_mhz": ask("nvmlDeviceGetMaxClockInfo", getattr(pynvml, "NVML_CLOCK_SM", 1)),
+            "mem_clock_max_mhz": ask("nvmlDeviceGetMaxClockInfo", getattr(pynvml, "NVML_CLOCK_MEM", 2))}
+
+
 def capture_env() -> Environment:
     env = Environment(python=platform.python_version(), platform=platform.platform(), cpu=_cpu(),
                       torch=_version("torch"), triton=_version("triton"),
@@ -79,6 +103,7 @@ def capture_env() -> Environment:
             props = torch.cuda.get_device_properties(0)
             env.gpu, env.gpu_memory_gb = props.name, round(props.total_memory / 1e9, 2)
             env.driver = _driver()
+            env.gpu_board = _board()
     except Exception:
         pass
     return env

@@ -1,9 +1,10 @@
 """Run one offline backend in a fresh child Python process (`python -m tachyon.bench.isolated IN OUT`).
 
-Why: backends run one after another share a process's device state. On an H200 a Qwen3-0.6B batch-1 engine built
-after plain `transformers` ran in the same process landed in a ~2%-slower mode in some processes and not in others
-(docs/performance.md, "Qwen3-0.6B bs1's two modes"), a layout effect of the allocations made before it. A child
-process per backend starts each one from the same clean state, as separate benchmark invocations would.
+Why: backends run one after another in one process share its device state: the allocator's cached segments, the
+CUDA context, compiled kernels, the memory layout the next backend's allocations land in. A child process per backend
+starts each from a clean process, as separate benchmark invocations would, and a backend that dies (OOM kill,
+segfault) loses only its own run. (It does not decide Qwen3-0.6B bs1's ~2% slow mode: on session 23's H200 the
+engine ran in it in all nine processes, isolated beside transformers or alone; docs/performance.md.)
 
 Contract: `run_backend_isolated` pickles its arguments to a temporary file, runs the child with this interpreter and
 the parent's environment (stdout / stderr inherited, so the backend's log lines show), and returns the child's `Run`

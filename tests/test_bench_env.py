@@ -1,0 +1,46 @@
+"""Environment capture: GPU 0's board identity and limits from NVML, and nothing (never an error) without it."""
+
+import sys
+import types
+
+from tachyon.bench import env
+
+
+def _fake_nvml(fail: set[str] = frozenset()):
+    m = types.ModuleType("pynvml")
+    m.NVML_CLOCK_SM, m.NVML_CLOCK_MEM = 1, 2
+    answers = {"nvmlDeviceGetUUID": lambda h: b"GPU-1234", "nvmlDeviceGetSerial": lambda h: "165",
+               "nvmlDeviceGetEnforcedPowerLimit": lambda h: 700000,
+               "nvmlDeviceGetMaxClockInfo": lambda h, c: {1: 1980, 2: 3201}[c]}
+    m.nvmlInit = lambda: None
+    m.nvmlDeviceGetHandleByIndex = lambda i: ("handle", i)
+    for name, fn in answers.items():
+        if name in fail:
+            def fn(*a, _n=name):
+                raise RuntimeError(f"{_n}: not supported")
+        setattr(m, name, fn)
+    return m
+
+
+def test_board_reads_identity_and_limits(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
+    assert env._board() == {"uuid": "GPU-1234", "serial": "165", "power_limit_w": 700.0,
+                            "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 3201}
+
+
+def test_board_keeps_what_nvml_gives(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml({"nvmlDeviceGetSerial", "nvmlDeviceGetEnforcedPowerLimit"}))
+    b = env._board()
+    assert b["serial"] is None and b["power_limit_w"] is None and b["uuid"] == "GPU-1234"
+
+
+def test_board_without_nvml_is_none(monkeypatch):
+    broken = types.ModuleType("pynvml")
+
+    def init():
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    broken.nvmlInit = init
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    assert env._board() is None
+    assert env.capture_env().gpu_board is None  # no GPU here, or no NVML: the field stays empty, never raises
