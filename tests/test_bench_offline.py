@@ -313,6 +313,34 @@ def test_isolated_backend_errors_come_back(monkeypatch, tiny_llama):
     assert all("child process exited with status 1 without a result" in w for w in res.warnings)
 
 
+class _NotRebuildable(Exception):
+    """Pickles, but cannot be unpickled (its __init__ takes two arguments, its args hold one)."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a}/{b}")
+
+
+@pytest.mark.parametrize("exc, expect", [(ValueError("bad field"), ValueError),
+                                         (_NotRebuildable(1, 2), RuntimeError)])
+def test_isolated_child_errors_keep_type_or_text(monkeypatch, exc, expect):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from tachyon.bench import isolated, offline
+
+    def fail(*a, **k):
+        raise exc
+
+    def child_in_process(argv, check):  # the child's code, run here: the test sees both halves of the trip
+        isolated._child(Path(argv[-2]), Path(argv[-1]))
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(offline, "run_backend", fail)
+    monkeypatch.setattr(isolated.subprocess, "run", child_in_process)
+    with pytest.raises(expect, match="bad field" if expect is ValueError else "_NotRebuildable: 1/2"):
+        isolated.run_backend_isolated("hf", BackendOptions(model=None), load_workload("bs1"))
+
+
 def test_isolation_defaults_to_several_backends_on_a_gpu(monkeypatch):
     from tachyon.bench import gpu, offline
 

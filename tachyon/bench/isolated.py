@@ -10,7 +10,7 @@ Contract: `run_backend_isolated` pickles its arguments to a temporary file, runs
 the parent's environment (stdout / stderr inherited, so the backend's log lines show), and returns the child's `Run`
 (its `config["pid"]`, set by `run_backend`, is the child's). The child owns the device for its lifetime; the parent
 must not hold device memory the backend needs. A backend error in the child is raised again in the parent as the
-same exception type where it can be pickled (else RuntimeError) with the child's message; a child that dies without
+same exception where it survives pickling (else a RuntimeError with its type and message); a child that dies without
 a result (killed, crashed) raises RuntimeError naming its exit status. Temporary files are removed in every case.
 """
 
@@ -36,10 +36,14 @@ def run_backend_isolated(name: str, opts: BackendOptions, workload: Workload, wa
         if not out.exists():
             raise RuntimeError(f"backend {name!r}: its child process exited with status {proc.returncode} "
                                "without a result")
-        status, value = pickle.loads(out.read_bytes())
+        status, value, text = pickle.loads(out.read_bytes())
     if status == "ok":
         return value
-    raise value
+    try:  # the child's own exception where it survives the trip (some exception types cannot be rebuilt)
+        err = pickle.loads(value) if value is not None else None
+    except Exception:  # noqa: BLE001
+        err = None
+    raise err if isinstance(err, Exception) else RuntimeError(text)
 
 
 def _child(inp: Path, out: Path) -> int:
@@ -48,13 +52,13 @@ def _child(inp: Path, out: Path) -> int:
     name, opts, workload, warmup, repeats, warmup_max_tokens = pickle.loads(inp.read_bytes())
     try:
         result = ("ok", run_backend(name, opts, workload, warmup, lambda m: print(m, flush=True), repeats,
-                                    warmup_max_tokens))
+                                    warmup_max_tokens), None)
     except Exception as e:  # noqa: BLE001 - every backend error goes back to the parent, which decides
         try:
-            pickle.dumps(e)
-            result = ("error", e)
-        except Exception:  # noqa: BLE001 - an exception that cannot travel goes back as its text
-            result = ("error", RuntimeError(f"{type(e).__name__}: {e}"))
+            blob = pickle.dumps(e)
+        except Exception:  # noqa: BLE001 - an exception that cannot travel goes back as its text only
+            blob = None
+        result = ("error", blob, f"{type(e).__name__}: {e}")
     out.write_bytes(pickle.dumps(result))
     return 0
 
