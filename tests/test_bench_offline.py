@@ -103,6 +103,10 @@ def test_tachyon_backend_bs1_like_weight_bandwidth(tiny_llama):
     s = res.runs[0].summary
     assert s.output_tokens == 8 and s.input_tokens == 128
     assert s.ttft.n == 1 and s.tpot.n == 1 and s.extra["weight_read_gbps"] > 0
+    state = res.runs[0].config["engine_state"]  # what the start-up decided travels with the result
+    assert state["num_kv_blocks"] == 32 and state["kv_cache_tokens"] == 32 * 16
+    assert set(state["startup_s"]) >= {"load_s", "warmup_s", "kv_and_graphs_s", "total_s"}
+    assert "kv_budget_bytes" not in state  # the memory profile sizes the cache on a GPU only
 
 
 class _PacedBackend:

@@ -79,7 +79,16 @@ class TachyonBackend(Backend):
             pass
 
     def info(self) -> dict[str, Any]:
-        cfg = getattr(getattr(self.llm, "engine", None), "config", None)
+        """The engine's arguments, and what its start-up decided: KV blocks, start-up phases (s) and, on a GPU, the
+        memory profile that sized the cache (bytes). Two runs of one config can differ in these."""
+        eng = getattr(self.llm, "engine", None)
+        cfg = getattr(eng, "config", None)
         if cfg is None:
             return {}
-        return {"engine_config": {k: v for k, v in vars(cfg).items() if k != "hf_config_overrides"}}
+        state: dict[str, Any] = {"num_kv_blocks": eng.pool.num_blocks,
+                                 "kv_cache_tokens": eng.pool.num_blocks * cfg.block_size,
+                                 "startup_s": dict(getattr(eng, "startup", {}))}
+        profile = getattr(eng.runner, "profile", None) or {}
+        state.update({k: v for k, v in profile.items() if k != "gemv"})  # gemv: the shipped table's picks
+        return {"engine_config": {k: v for k, v in vars(cfg).items() if k != "hf_config_overrides"},
+                "engine_state": state}
