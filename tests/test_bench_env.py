@@ -9,7 +9,7 @@ from tachyon.bench import env
 def _fake_nvml(fail: set[str] = frozenset()):
     m = types.ModuleType("pynvml")
     m.NVML_CLOCK_SM, m.NVML_CLOCK_MEM = 1, 2
-    answers = {"nvmlDeviceGetUUID": lambda h: b"GPU-1234", "nvmlDeviceGetSerial": lambda h: "165",
+    answers = {"nvmlDeviceGetUUID": lambda h: f"GPU-{h[1]}".encode(), "nvmlDeviceGetSerial": lambda h: "165",
                "nvmlDeviceGetEnforcedPowerLimit": lambda h: 700000,
                "nvmlDeviceGetMaxClockInfo": lambda h, c: {1: 1980, 2: 3201}[c]}
     m.nvmlInit = lambda: None
@@ -24,14 +24,16 @@ def _fake_nvml(fail: set[str] = frozenset()):
 
 def test_board_reads_identity_and_limits(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml())
-    assert env._board() == {"uuid": "GPU-1234", "serial": "165", "power_limit_w": 700.0,
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert env._board() == {"uuid": "GPU-0", "serial": "165", "power_limit_w": 700.0,
                             "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 3201}
 
 
 def test_board_keeps_what_nvml_gives(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml({"nvmlDeviceGetSerial", "nvmlDeviceGetEnforcedPowerLimit"}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")  # the board the run measures: the first visible one
     b = env._board()
-    assert b["serial"] is None and b["power_limit_w"] is None and b["uuid"] == "GPU-1234"
+    assert b["serial"] is None and b["power_limit_w"] is None and b["uuid"] == "GPU-3"
 
 
 def test_board_without_nvml_is_none(monkeypatch):

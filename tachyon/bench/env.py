@@ -61,13 +61,12 @@ def _driver() -> str | None:
 
 
 def _board() -> dict | None:
-    """GPU 0's identity and limits from NVML; each field None where NVML does not give it, None without NVML."""
-    try:
-        import pynvml
+    """The measured GPU's identity and limits from NVML (the one `GpuMeter` reads: `gpu.nvml_handle`); each field
+    None where NVML does not give it, None without NVML."""
+    from tachyon.bench.gpu import nvml_handle
 
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:
+    pynvml, h = nvml_handle()
+    if h is None:
         return None
 
     def ask(fn, *args):

@@ -25,7 +25,9 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def _nvml_handle():
+def nvml_handle():
+    """(pynvml, handle) of the first visible GPU (CUDA_VISIBLE_DEVICES' first entry, NVML numbering), or (None, None)
+    without NVML."""
     try:
         import pynvml
 
@@ -42,7 +44,7 @@ class GpuMeter:
         self.peak_mem_gb: float | None = None
         self.energy_j: float | None = None
         self._gpu = cuda_available()
-        self._nvml, self._handle = _nvml_handle() if self._gpu else (None, None)
+        self._nvml, self._handle = nvml_handle() if self._gpu else (None, None)
         self._e0: int | None = None
 
     def _energy_mj(self) -> int | None:

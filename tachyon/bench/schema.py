@@ -101,7 +101,7 @@ class Environment(BaseModel):
     tachyon: str | None = None
     git_sha: str | None = None
     git_dirty: bool | None = None
-    # NVML's identity and limits of GPU 0 (uuid, serial, power_limit_w, sm_clock_max_mhz, mem_clock_max_mhz):
+    # NVML's identity and limits of the measured GPU (uuid, serial, power_limit_w, sm_clock_max_mhz, mem_clock_max_mhz):
     # whether two results came from the same board, and under which cap (H200 machines differ by ~1-4%)
     gpu_board: dict[str, Any] | None = None
 
