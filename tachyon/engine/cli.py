@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from tachyon.engine.llm import OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS, OFFLINE_MAX_NUM_BATCHED_TOKENS, chat_prompt_ids
+from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS, chat_prompt_ids
 from tachyon.sampling import SamplingParams
 
 DEMO_QUESTION = "What is the capital of France? Answer in one sentence."
@@ -32,8 +32,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-model-len", type=int, default=None)
     p.add_argument("--max-num-seqs", type=int, default=512)
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
-                   help=f"tokens per step (default: the offline LLM's, {OFFLINE_MAX_NUM_BATCHED_TOKENS:,}, or "
-                        f"{OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS:,} on a GPU of at least 70 GiB)")
+                   help=f"tokens per step (default: the offline LLM's, {OFFLINE_MAX_NUM_BATCHED_TOKENS:,})")
     p.add_argument("--scheduling-policy", default="fcfs", choices=["fcfs", "lpt"],
                    help="admission order: fcfs (arrival order) or lpt (longest remaining output first, a flat "
                         "running set; engine/scheduler.py)")

@@ -134,6 +134,10 @@ class LLMEngine:
         return want
 
     def _num_blocks(self) -> int:
+        """Warm up (CUDA: kernel choices and compiles, whatever sizes the cache), then the cache's size: the
+        num_kv_blocks asked for, else what the memory profile leaves."""
+        if self.device.type == "cuda":
+            self.runner.warm_up(self.config.max_num_batched_tokens)
         if self.config.num_kv_blocks:
             return self.config.num_kv_blocks
         per_block = kv_cache_bytes_per_block(self.spec, self.config.block_size, self.kv_dtype)

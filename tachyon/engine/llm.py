@@ -6,8 +6,6 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 
-import torch
-
 from tachyon.config import EngineConfig
 from tachyon.engine.engine import LLMEngine
 from tachyon.sampling import RequestOutput, SamplingParams
@@ -16,35 +14,24 @@ Prompt = str | list[int] | dict
 
 # `LLM`'s per-step token budget when none is given. An offline job wants throughput: fewer, larger prefill steps
 # (Qwen3-0.6B nano256 on an H200: 21,922 tok/s at 2,048, 26,389.5 at 8,192; benchmarks/results/session19/). The
-# server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes.
+# server keeps EngineConfig's 2,048, which bounds how long one prefill step holds up the running decodes. Stops 29-30
+# used 16,384 on GPUs of at least 70 GiB (nano256 +0.7% on Qwen2.5-7B, +1.3% on Qwen3-0.6B) and it put Qwen3-0.6B
+# bs1's decode ~2% slower (1,482 against 1,515 tok/s, TPOT 0.669 against 0.655 ms, whatever the KV cache's size:
+# benchmarks/results/session24/); 8,192 is the default on every device again.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
-# on a GPU of at least LARGE_GPU_BYTES (vLLM's LLM does the same): nano256 on an H200, alternating processes, means
-# of each session's runs: Qwen2.5-7B +0.7%, +0.8%, +0.7% (benchmarks/results/session13/, session19/, session22/),
-# Qwen3-0.6B +1.7%, +1.3% (session19/, session22/). Smaller cards keep 8,192: the larger step's activations come
-# out of the KV cache.
-OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS = 16384
-LARGE_GPU_BYTES = 70 * 2**30
-
-
-def offline_max_num_batched_tokens(device: torch.device) -> int:
-    """The offline default step budget on `device`: OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS on a CUDA device of
-    at least LARGE_GPU_BYTES, else OFFLINE_MAX_NUM_BATCHED_TOKENS."""
-    if device.type == "cuda" and torch.cuda.get_device_properties(device).total_memory >= LARGE_GPU_BYTES:
-        return OFFLINE_LARGE_GPU_MAX_NUM_BATCHED_TOKENS
-    return OFFLINE_MAX_NUM_BATCHED_TOKENS
 
 
 class LLM:
     """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
 
     Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
-    offline_max_num_batched_tokens of the engine's device."""
+    OFFLINE_MAX_NUM_BATCHED_TOKENS."""
 
     def __init__(self, model: str | None = None, **engine_args):
         budget = engine_args.pop("max_num_batched_tokens", None)
-        config = EngineConfig.from_kwargs(model=model, **engine_args)
         if budget is None:
-            budget = offline_max_num_batched_tokens(config.resolved_device())
+            budget = OFFLINE_MAX_NUM_BATCHED_TOKENS
+        config = EngineConfig.from_kwargs(model=model, **engine_args)
         self.engine = LLMEngine(replace(config, max_num_batched_tokens=budget))
         self._ids = itertools.count()
 

@@ -78,6 +78,7 @@ class ModelRunner:
         self.use_cuda_graphs = use_cuda_graphs and device.type == "cuda"
         self.kv_caches: list[torch.Tensor] = []
         self.num_blocks = 0
+        self.profile: dict = {}  # warm_up's kernel choices and profile_kv_budget's memory figures (CUDA)
         self.sampler = Sampler()
         self.graphs = None
         # graphed prefill needs at least one 16-token bucket to be worth capturing
@@ -164,19 +165,11 @@ class ModelRunner:
         torch.cuda.synchronize()
         self.last_tokens.zero_()
 
-    @torch.inference_mode()
-    def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
-        """CUDA only: bytes left for the KV cache after weights, the peak activations of the largest
-        step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
-        from tachyon.models.layers import tune_gemv
-
-        gemv_choices = tune_gemv(self.model)  # batch-1 projections: Triton GEMV only where it beats cuBLAS
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        self.model.bind_kv_cache(self._new_caches(1))
-        t = min(max_num_batched_tokens, self.max_model_len)
+    def _profile_step(self, max_num_batched_tokens: int):
+        """Inputs of the largest step (one sequence of min(budget, max_model_len) tokens, slots -1)."""
         from tachyon.engine.batch import AttentionMetadata
 
+        t = min(max_num_batched_tokens, self.max_model_len)
         dev = self.device
         meta = AttentionMetadata(torch.tensor([0, t], dtype=torch.int32, device=dev),
                                  torch.tensor([t], dtype=torch.int32, device=dev),
@@ -185,7 +178,32 @@ class ModelRunner:
                                  t, t, False)
         ids = torch.randint(0, self.spec.vocab_size, (t,), device=dev)
         positions = torch.arange(t, device=dev)
-        self._compile_kernels(ids, positions, meta, t)
+        return ids, positions, meta, t
+
+    @torch.inference_mode()
+    def warm_up(self, max_num_batched_tokens: int) -> dict:
+        """CUDA only, before allocate_kv, whatever sizes the KV cache: choose the batch-1 projection kernels
+        (tune_gemv: Triton GEMV only where it beats cuBLAS) and compile the Triton kernels of every step shape
+        the graphs will capture. Returns the GEMV choices (also kept in self.profile["gemv"])."""
+        from tachyon.models.layers import tune_gemv
+
+        gemv_choices = tune_gemv(self.model)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.model.bind_kv_cache(self._new_caches(1))
+        self._compile_kernels(*self._profile_step(max_num_batched_tokens))
+        self.model.bind_kv_cache([])
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.profile = dict(gemv=gemv_choices)
+        return gemv_choices
+
+    @torch.inference_mode()
+    def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
+        """CUDA only, after warm_up: bytes left for the KV cache after weights, the peak activations of the
+        largest step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
+        self.model.bind_kv_cache(self._new_caches(1))
+        ids, positions, meta, t = self._profile_step(max_num_batched_tokens)
         torch.cuda.empty_cache()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
@@ -218,8 +236,8 @@ class ModelRunner:
         torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(self.device)
         budget = free - (1.0 - gpu_memory_utilization) * total - activation_peak - graph_bytes
-        self.profile = dict(gemv=gemv_choices, activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes,
-                            free_bytes=free, total_bytes=total, kv_budget_bytes=int(budget))
+        self.profile.update(activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes, free_bytes=free,
+                            total_bytes=total, kv_budget_bytes=int(budget))
         return int(budget)
 
     def allocate_kv(self, num_blocks: int) -> None:

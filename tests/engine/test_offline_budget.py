@@ -35,27 +35,6 @@ def test_server_default_budget_is_smaller():
     assert EngineConfig().max_num_batched_tokens == 2048 < OFFLINE_MAX_NUM_BATCHED_TOKENS
 
 
-@pytest.mark.parametrize("device,gib,budget", [
-    ("cpu", None, 8192),
-    ("cuda:0", 24, 8192),  # a smaller card: the larger step's activations would come out of its KV cache
-    ("cuda:0", 69.9, 8192),
-    ("cuda:0", 80, 16384),  # H100 / H200 class, as vLLM's LLM
-    ("cuda:0", 139.8, 16384),
-])
-def test_offline_budget_follows_the_gpu(monkeypatch, device, gib, budget):
-    import torch
-
-    from tachyon.engine import llm as llm_mod
-
-    class Props:
-        total_memory = int((gib or 0) * 2**30)
-
-    seen = []
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: seen.append(d) or Props())
-    assert llm_mod.offline_max_num_batched_tokens(torch.device(device)) == budget
-    assert seen == ([] if device == "cpu" else [torch.device(device)])
-
-
 def test_explicit_budget_is_validated(tiny_llama):
     with pytest.raises(ValueError, match="max_num_batched_tokens"):
         LLM(tiny_llama, device="cpu", dtype="float32", max_num_batched_tokens=0)
