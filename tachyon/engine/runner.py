@@ -11,6 +11,7 @@ in each case every request draws one token.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 import torch
@@ -78,6 +79,8 @@ class ModelRunner:
         self.use_cuda_graphs = use_cuda_graphs and device.type == "cuda"
         self.kv_caches: list[torch.Tensor] = []
         self.num_blocks = 0
+        self.capture_s: dict[str, float] = {}  # allocate_kv's parts (s)
+        self.num_graphs: dict[str, int] = {}  # graphs captured per family
         self.profile: dict = {}  # warm_up's kernel choices and profile_kv_budget's memory figures (CUDA)
         self.sampler = Sampler()
         self.graphs = None
@@ -241,19 +244,33 @@ class ModelRunner:
         return int(budget)
 
     def allocate_kv(self, num_blocks: int) -> None:
-        """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA)."""
+        """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA). Records the
+        seconds of each part in self.capture_s (kv_alloc_s, then decode / prefill / mixed _graphs_s where
+        captured) and each family's graph count in self.num_graphs."""
+        t0 = time.perf_counter()
         self.num_blocks = num_blocks
         self.kv_caches = self._new_caches(num_blocks)
         self.model.bind_kv_cache(self.kv_caches)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.capture_s = dict(kv_alloc_s=time.perf_counter() - t0)
+        self.num_graphs: dict[str, int] = {}
         if self.use_cuda_graphs:
-            self.graphs = self._graph_runner()
-            self.graphs.capture()
+            self.graphs = self._timed_capture("decode", self._graph_runner(), None)
             if self.prefill_graph_tokens:
-                self.prefill_graphs = self._prefill_graph_runner()
-                self.prefill_graphs.capture(pool=self.graphs.pool)
+                self.prefill_graphs = self._timed_capture("prefill", self._prefill_graph_runner(), self.graphs.pool)
             if self.mixed_graph_tokens:
-                self.mixed_graphs = self._mixed_graph_runner()
-                self.mixed_graphs.capture(pool=self.graphs.pool)
+                self.mixed_graphs = self._timed_capture("mixed", self._mixed_graph_runner(), self.graphs.pool)
+
+    def _timed_capture(self, family: str, runner, pool):
+        t0 = time.perf_counter()
+        if pool is None:
+            runner.capture()
+        else:
+            runner.capture(pool=pool)
+        self.capture_s[f"{family}_graphs_s"] = time.perf_counter() - t0
+        self.num_graphs[family] = len(runner.graphs) + len(getattr(runner, "unfiltered_graphs", {}))
+        return runner
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:

@@ -46,3 +46,36 @@ def test_cpu_sizes_the_cache_without_a_profile(num_kv_blocks):
     per_block = 2 * 2 * 16 * 2 * 64 * 2
     assert LLMEngine._num_blocks(eng) == (num_kv_blocks or int(0.5 * 2**30) // per_block)
     assert eng.runner.calls == []
+
+
+class FakeGraphs:
+    """Stands in for a graph runner: records the pool it was given and 'captures' n graphs."""
+
+    def __init__(self, n: int, twins: int = 0):
+        self.n, self.twins, self.pool_given = n, twins, "unset"
+        self.graphs, self.unfiltered_graphs, self.pool = {}, {}, None
+
+    def capture(self, pool=None):
+        self.pool_given = pool
+        self.graphs = {i: object() for i in range(self.n)}
+        self.unfiltered_graphs = {i: object() for i in range(self.twins)}
+        self.pool = pool if pool is not None else "decode-pool"
+
+
+def test_allocate_kv_times_each_graph_family_and_shares_the_decode_pool(tiny_llama, monkeypatch):
+    from tachyon import LLM
+
+    runner = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=128, num_kv_blocks=16).engine.runner
+    assert set(runner.capture_s) == {"kv_alloc_s"} and runner.num_graphs == {}  # CPU: no graphs
+    fakes = dict(decode=FakeGraphs(5, twins=2), prefill=FakeGraphs(3), mixed=FakeGraphs(7))
+    monkeypatch.setattr(runner, "_graph_runner", lambda: fakes["decode"])
+    monkeypatch.setattr(runner, "_prefill_graph_runner", lambda: fakes["prefill"])
+    monkeypatch.setattr(runner, "_mixed_graph_runner", lambda: fakes["mixed"])
+    runner.use_cuda_graphs, runner.prefill_graph_tokens, runner.mixed_graph_tokens = True, 64, 63
+    runner.allocate_kv(8)
+    assert runner.kv_caches[0].shape[1] == 8
+    assert fakes["decode"].pool_given is None  # the decode graphs make the pool; the others share it
+    assert fakes["prefill"].pool_given == fakes["mixed"].pool_given == "decode-pool"
+    assert runner.num_graphs == {"decode": 7, "prefill": 3, "mixed": 7}
+    assert set(runner.capture_s) == {"kv_alloc_s", "decode_graphs_s", "prefill_graphs_s", "mixed_graphs_s"}
+    assert all(v >= 0 for v in runner.capture_s.values())

@@ -87,7 +87,8 @@ class TachyonBackend(Backend):
             return {}
         state: dict[str, Any] = {"num_kv_blocks": eng.pool.num_blocks,
                                  "kv_cache_tokens": eng.pool.num_blocks * cfg.block_size,
-                                 "startup_s": dict(getattr(eng, "startup", {}))}
+                                 "startup_s": dict(getattr(eng, "startup", {})),
+                                 "startup_detail": dict(getattr(eng, "startup_detail", {}))}
         profile = getattr(eng.runner, "profile", None) or {}
         state.update({k: v for k, v in profile.items() if k != "gemv"})  # gemv: the shipped table's picks
         return {"engine_config": {k: v for k, v in vars(cfg).items() if k != "hf_config_overrides"},
