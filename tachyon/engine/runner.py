@@ -254,7 +254,7 @@ class ModelRunner:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self.capture_s = dict(kv_alloc_s=time.perf_counter() - t0)
-        self.num_graphs: dict[str, int] = {}
+        self.num_graphs = {}
         if self.use_cuda_graphs:
             self.graphs = self._timed_capture("decode", self._graph_runner(), None)
             if self.prefill_graph_tokens:
@@ -263,6 +263,7 @@ class ModelRunner:
                 self.mixed_graphs = self._timed_capture("mixed", self._mixed_graph_runner(), self.graphs.pool)
 
     def _timed_capture(self, family: str, runner, pool):
+        """Capture `runner`'s graphs (into `pool`; None: its own), recording their seconds and count."""
         t0 = time.perf_counter()
         if pool is None:
             runner.capture()
