@@ -15,7 +15,8 @@ from tachyon.config import EngineConfig
 from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.runner import ModelRunner, kv_cache_bytes_per_block
+from tachyon.engine.runner import ModelRunner
+from tachyon.engine.runner_startup import kv_cache_bytes_per_block
 from tachyon.engine.sampler import logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
@@ -75,7 +76,7 @@ class LLMEngine:
                                                            config.max_num_batched_tokens, self.max_model_len),
                                   mixed_graph_tokens=min(config.mixed_graph_max_tokens,
                                                          config.max_num_batched_tokens - 1, self.max_model_len - 1))
-        num_blocks = self._num_blocks()
+        num_blocks = self._warm_up_and_size_cache()
         t_warm = time.perf_counter()
         if num_blocks * config.block_size < self.max_model_len:
             raise ValueError(
@@ -135,7 +136,7 @@ class LLMEngine:
             raise ValueError(f"max_model_len {want} exceeds the model's limit of {limit} positions")
         return want
 
-    def _num_blocks(self) -> int:
+    def _warm_up_and_size_cache(self) -> int:
         """Warm up (CUDA: kernel choices and compiles, whatever sizes the cache), then the cache's size: the
         num_kv_blocks asked for, else what the memory profile leaves."""
         if self.device.type == "cuda":

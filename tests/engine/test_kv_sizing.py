@@ -9,6 +9,8 @@ import torch
 
 from tachyon.engine.engine import LLMEngine
 
+PER_BLOCK = 2 * 2 * 16 * 2 * 64 * 2  # bytes: K and V, 2 layers, 16 tokens, 2 heads, head_dim 64, fp16
+
 
 class RecordingRunner:
     def __init__(self):
@@ -33,9 +35,8 @@ def _engine(device: str, num_kv_blocks: int | None):
 @pytest.mark.parametrize("num_kv_blocks", [None, 123])
 def test_cuda_warm_up_runs_however_the_cache_is_sized(num_kv_blocks):
     eng = _engine("cuda", num_kv_blocks)
-    blocks = LLMEngine._num_blocks(eng)
-    per_block = 2 * 2 * 16 * 2 * 64 * 2  # K and V, layers, tokens, heads, head_dim, fp16 bytes
-    assert blocks == (num_kv_blocks or (10 * 2**20) // per_block)
+    blocks = LLMEngine._warm_up_and_size_cache(eng)
+    assert blocks == (num_kv_blocks or (10 * 2**20) // PER_BLOCK)
     expected = [("warm_up", 8192)] + ([] if num_kv_blocks else [("profile", 8192, 0.9)])
     assert eng.runner.calls == expected  # warm-up first, before the profile measures what is left
 
@@ -43,8 +44,7 @@ def test_cuda_warm_up_runs_however_the_cache_is_sized(num_kv_blocks):
 @pytest.mark.parametrize("num_kv_blocks", [None, 7])
 def test_cpu_sizes_the_cache_without_a_profile(num_kv_blocks):
     eng = _engine("cpu", num_kv_blocks)
-    per_block = 2 * 2 * 16 * 2 * 64 * 2
-    assert LLMEngine._num_blocks(eng) == (num_kv_blocks or int(0.5 * 2**30) // per_block)
+    assert LLMEngine._warm_up_and_size_cache(eng) == (num_kv_blocks or int(0.5 * 2**30) // PER_BLOCK)
     assert eng.runner.calls == []
 
 

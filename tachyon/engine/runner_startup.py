@@ -1,0 +1,188 @@
+"""The ModelRunner's one-time CUDA start-up, in the order the engine calls it: `warm_up` (batch-1 kernel choices,
+Triton compiles), `profile_kv_budget` (what memory the cache may take), `allocate_kv` (the cache, then the step
+graphs). A mixin: it reads and sets ModelRunner's attributes (model, spec, sizes, device, graph runners)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from tachyon.models.spec import ModelSpec
+
+PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
+MIXED_GRAPH_DECODES = 256  # most decode rows beside the prompt chunk of one graphed mixed step
+
+
+def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtype) -> int:
+    elem = torch.tensor([], dtype=dtype).element_size()
+    return 2 * spec.num_layers * block_size * spec.num_kv_heads * spec.head_dim * elem
+
+
+class RunnerStartup:
+    def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
+        shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
+        return [torch.zeros(shape, dtype=self.kv_dtype, device=self.device) for _ in range(self.spec.num_layers)]
+
+    def _graph_runner(self):
+        from tachyon.engine.cuda_graph import DecodeGraphRunner
+
+        return DecodeGraphRunner(self.model, max_batch=self.max_num_seqs, max_model_len=self.max_model_len,
+                                 block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                 last_tokens=self.last_tokens)
+
+    def _prefill_graph_runner(self):
+        from tachyon.engine.prefill_graph import PrefillGraphRunner
+
+        return PrefillGraphRunner(self.model, max_tokens=self.prefill_graph_tokens,
+                                  max_seqs=min(PREFILL_GRAPH_SEQS, self.max_num_seqs), max_model_len=self.max_model_len,
+                                  block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                  last_tokens=self.last_tokens)
+
+    def _mixed_graph_runner(self):
+        from tachyon.engine.mixed_graph import MixedGraphRunner
+
+        return MixedGraphRunner(self.model, max_decodes=min(MIXED_GRAPH_DECODES, self.max_num_seqs - 1),
+                                max_chunk=self.mixed_graph_tokens, max_model_len=self.max_model_len,
+                                block_size=self.block_size, vocab_size=self.spec.vocab_size, device=self.device,
+                                last_tokens=self.last_tokens)
+
+    def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
+        """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
+        unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
+        config): their launches only compile here (kernels/precompile.py), so the profile and the graph
+        captures that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
+        from tachyon.kernels.precompile import compile_only
+
+        with compile_only(self.device) as compiling:
+            if not compiling:
+                return
+            hidden = self.model(ids, positions, meta)
+            self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
+            if self.use_cuda_graphs:
+                probe = self._graph_runner()
+                probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
+                for bs in probe.buckets:
+                    probe._step(bs)
+                    if probe.has_twin(bs):
+                        probe._step(bs, unfiltered=True)
+                    self.last_tokens.zero_()  # the step "sampled" garbage: keep every gathered id valid
+                if self.prefill_graph_tokens:
+                    prefill = self._prefill_graph_runner()
+                    prefill.pad_inputs()
+                    for t in prefill.token_buckets:  # the sequence bucket changes no kernel variant
+                        prefill._step(t, min(t, prefill.max_seqs))
+                    self.last_tokens.zero_()
+                if self.mixed_graph_tokens:
+                    mixed = self._mixed_graph_runner()
+                    mixed.pad_inputs()
+                    for key in mixed.compile_keys():
+                        mixed._step(*key)
+                        self.last_tokens.zero_()
+        torch.cuda.synchronize()
+        self.last_tokens.zero_()
+
+    def _profile_step(self, max_num_batched_tokens: int):
+        """Inputs of the largest step (one sequence of min(budget, max_model_len) tokens, slots -1)."""
+        from tachyon.engine.batch import AttentionMetadata
+
+        t = min(max_num_batched_tokens, self.max_model_len)
+        dev = self.device
+        meta = AttentionMetadata(torch.tensor([0, t], dtype=torch.int32, device=dev),
+                                 torch.tensor([t], dtype=torch.int32, device=dev),
+                                 torch.full((t,), -1, dtype=torch.int64, device=dev),
+                                 torch.zeros(1, -(-t // self.block_size), dtype=torch.int32, device=dev),
+                                 t, t, False)
+        ids = torch.randint(0, self.spec.vocab_size, (t,), device=dev)
+        positions = torch.arange(t, device=dev)
+        return ids, positions, meta, t
+
+    @torch.inference_mode()
+    def warm_up(self, max_num_batched_tokens: int) -> dict:
+        """CUDA only, before allocate_kv, whatever sizes the KV cache: choose the batch-1 projection kernels
+        (tune_gemv: Triton GEMV only where it beats cuBLAS) and compile the Triton kernels of every step shape
+        the graphs will capture. Returns the GEMV choices (also kept in self.profile["gemv"])."""
+        from tachyon.models.layers import tune_gemv
+
+        gemv_choices = tune_gemv(self.model)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.model.bind_kv_cache(self._new_caches(1))
+        self._compile_kernels(*self._profile_step(max_num_batched_tokens))
+        self.model.bind_kv_cache([])
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.profile = dict(gemv=gemv_choices)
+        return gemv_choices
+
+    @torch.inference_mode()
+    def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
+        """CUDA only, after warm_up: bytes left for the KV cache after weights, the peak activations of the
+        largest step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
+        self.model.bind_kv_cache(self._new_caches(1))
+        ids, positions, meta, t = self._profile_step(max_num_batched_tokens)
+        torch.cuda.empty_cache()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        hidden = self.model(ids, positions, meta)
+        self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
+        torch.cuda.synchronize()
+        activation_peak = torch.cuda.max_memory_allocated() - base
+        del hidden
+        torch.cuda.empty_cache()
+        graph_bytes = 0
+        if self.use_cuda_graphs:
+            before = torch.cuda.memory_reserved()
+            probe = self._graph_runner()
+            probe.capture([probe.max_bs])
+            probe_prefill = probe_mixed = None
+            if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
+                probe_prefill = self._prefill_graph_runner()
+                probe_prefill.capture(pool=probe.pool, keys=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
+            if self.mixed_graph_tokens:  # likewise
+                probe_mixed = self._mixed_graph_runner()
+                probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)])
+            # the buckets not captured here keep their logits outputs in the pool too
+            graph_bytes = max(0, torch.cuda.memory_reserved() - before) + probe.output_bytes(probe.buckets[:-1])
+            for p in (probe, probe_prefill, probe_mixed):
+                if p is not None:
+                    p.release()
+            del probe, probe_prefill, probe_mixed
+        self.model.bind_kv_cache([])
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info(self.device)
+        budget = free - (1.0 - gpu_memory_utilization) * total - activation_peak - graph_bytes
+        self.profile.update(activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes, free_bytes=free,
+                            total_bytes=total, kv_budget_bytes=int(budget))
+        return int(budget)
+
+    def allocate_kv(self, num_blocks: int) -> None:
+        """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA). Records the
+        seconds of each part in self.capture_s (kv_alloc_s, then decode / prefill / mixed _graphs_s where
+        captured) and each family's graph count in self.num_graphs."""
+        t0 = time.perf_counter()
+        self.num_blocks = num_blocks
+        self.kv_caches = self._new_caches(num_blocks)
+        self.model.bind_kv_cache(self.kv_caches)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.capture_s = dict(kv_alloc_s=time.perf_counter() - t0)
+        self.num_graphs = {}
+        if self.use_cuda_graphs:
+            self.graphs = self._timed_capture("decode", self._graph_runner(), None)
+            if self.prefill_graph_tokens:
+                self.prefill_graphs = self._timed_capture("prefill", self._prefill_graph_runner(), self.graphs.pool)
+            if self.mixed_graph_tokens:
+                self.mixed_graphs = self._timed_capture("mixed", self._mixed_graph_runner(), self.graphs.pool)
+
+    def _timed_capture(self, family: str, runner, pool):
+        """Capture `runner`'s graphs (into `pool`; None: its own), recording their seconds and count."""
+        t0 = time.perf_counter()
+        if pool is None:
+            runner.capture()
+        else:
+            runner.capture(pool=pool)
+        self.capture_s[f"{family}_graphs_s"] = time.perf_counter() - t0
+        self.num_graphs[family] = len(runner.graphs) + len(getattr(runner, "unfiltered_graphs", {}))
+        return runner
