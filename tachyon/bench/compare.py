@@ -3,8 +3,11 @@
 Contract: latency metrics (TTFT, TPOT, ITL, E2E; mean and p50/p90) get a percentile-bootstrap CI of
 the ratio from per-request values, paired by request id when both runs hold the same requests
 (same workload), else resampled independently. A latency metric regresses when its ratio exceeds
-1 + threshold and the CI excludes 1 (slower, and not noise); throughputs (output tok/s, req/s) are
-single numbers per run and regress when the ratio falls below 1 / (1 + threshold).
+1 + threshold and the CI excludes 1 (slower, and not noise). A percentile is judged only when at
+least MIN_TAIL_SAMPLES requests of each run lie beyond it (p90 needs 50 requests): below that one
+outlier decides it and its bootstrap CI is not trustworthy, so it is reported with no verdict.
+Throughputs (output tok/s, req/s) are single numbers per run and regress when the ratio falls below
+1 / (1 + threshold).
 `compare_results` matches runs by label (a lone run on each side always matches).
 """
 
@@ -21,6 +24,7 @@ LATENCY: dict[str, Callable[[RequestRecord], float | None]] = {
     "ttft": M.ttft, "tpot": M.tpot, "itl": M.request_itl, "e2e": M.e2e}
 STATS = ("mean", "p50", "p90")
 THROUGHPUT = ("output_throughput", "request_throughput", "total_throughput")
+MIN_TAIL_SAMPLES = 5
 
 
 @dataclass
@@ -35,12 +39,19 @@ class MetricDelta:
     lower_is_better: bool
     regression: bool
     improvement: bool
+    judged: bool = True  # False: too few samples beyond this percentile for a verdict
 
 
 def _stat(xs: list[float], stat: str) -> float:
     if stat == "mean":
         return sum(xs) / len(xs)
     return M.percentile(xs, float(stat[1:]))  # type: ignore[return-value]
+
+
+def tail_samples(n: int, stat: str) -> int:
+    """How many of n samples lie beyond the statistic (the mean counts as the median)."""
+    pct = 50 if stat == "mean" else int(stat[1:])
+    return n * min(pct, 100 - pct) // 100
 
 
 def _values(run: Run, fn) -> dict[str, float]:
@@ -89,10 +100,12 @@ def compare_runs(base: Run, new: Run, threshold: float = 0.10, n_boot: int = 100
                 ratio, lo, hi = bootstrap_ratio(bv, nv, stat, n_boot, seed)
             except ZeroDivisionError:
                 continue
+            judged = tail_samples(min(len(bv), len(nv)), stat) >= MIN_TAIL_SAMPLES
             out.append(MetricDelta(new.label, f"{name}_{stat}", _stat(list(bv.values()), stat),
                                    _stat(list(nv.values()), stat), ratio, lo, hi, True,
-                                   regression=ratio > 1 + threshold and lo > 1.0,
-                                   improvement=ratio < 1 / (1 + threshold) and hi < 1.0))
+                                   regression=judged and ratio > 1 + threshold and lo > 1.0,
+                                   improvement=judged and ratio < 1 / (1 + threshold) and hi < 1.0,
+                                   judged=judged))
     for name in THROUGHPUT:
         b, n = getattr(base.summary, name), getattr(new.summary, name)
         if b and n is not None:
@@ -121,7 +134,8 @@ def format_table(deltas: list[MetricDelta]) -> str:
     lines = ["| run | metric | base | new | ratio | 95% CI | verdict |", "|---|---|---|---|---|---|---|"]
     for d in deltas:
         ci = f"[{d.ci_lo:.3f}, {d.ci_hi:.3f}]" if d.ci_lo is not None else "-"
-        verdict = "REGRESSION" if d.regression else ("improved" if d.improvement else "ok")
+        verdict = ("REGRESSION" if d.regression else "improved" if d.improvement
+                   else "ok" if d.judged else "too few samples")
         unit = 1e3 if d.lower_is_better else 1.0
         lines.append(f"| {d.run} | {d.metric}{' (ms)' if d.lower_is_better else ''} | {d.base * unit:.3f} | "
                      f"{d.new * unit:.3f} | {d.ratio:.3f} | {ci} | {verdict} |")
