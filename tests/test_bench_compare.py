@@ -10,7 +10,7 @@ import random
 import pytest
 
 from tachyon.bench import cli as bench_cli
-from tachyon.bench.compare import MIN_TAIL_SAMPLES, bootstrap_ratio, compare_results, tail_samples
+from tachyon.bench.compare import MIN_TAIL_SAMPLES, MetricDelta, bootstrap_ratio, compare_results, tail_samples
 from tachyon.bench.datasets import random_requests
 from tachyon.bench.env import capture_env
 from tachyon.bench.fake_server import FakeServer
@@ -37,7 +37,7 @@ def synthetic_run(n: int, seed: int, slow: float = 1.0, outlier: float = 0.0) ->
     return run
 
 
-def verdicts(base: Run, new: Run) -> dict[str, object]:
+def verdicts(base: Run, new: Run) -> dict[str, MetricDelta]:
     res = compare_results(BenchResult(kind="serve", runs=[base]), BenchResult(kind="serve", runs=[new]),
                           n_boot=300)
     return {d.metric: d for d in res}
