@@ -4,8 +4,8 @@ Contract: latency metrics (TTFT, TPOT, ITL, E2E; mean and p50/p90) get a percent
 the ratio from per-request values, paired by request id when both runs hold the same requests
 (same workload), else resampled independently. A latency metric regresses when its ratio exceeds
 1 + threshold and the CI excludes 1 (slower, and not noise). A percentile is judged only when at
-least MIN_TAIL_SAMPLES requests of each run lie beyond it (p90 needs 50 requests): below that one
-outlier decides it and its bootstrap CI is not trustworthy, so it is reported with no verdict.
+least MIN_TAIL_SAMPLES requests of each run lie beyond it (p90 needs 50 requests): below that a few
+late requests decide it and its bootstrap CI is not trustworthy, so it is reported with no verdict.
 Throughputs (output tok/s, req/s) are single numbers per run and regress when the ratio falls below
 1 / (1 + threshold).
 `compare_results` matches runs by label (a lone run on each side always matches).
