@@ -45,15 +45,42 @@ def bucket_sizes() -> tuple[int, ...]:
     return tuple(sorted({int(b) for b in env.split(",")})) if env else BUCKETS
 
 
-def capture_step(step, pool):
-    """Run `step()` once (compiles kernels, settles the allocator), then capture it into a CUDA graph in
-    memory pool `pool` (None: a new one). Returns (graph, step's output, the pool)."""
-    step()
-    torch.cuda.synchronize()
+# captures made, and how many of them needed the step run eagerly first (capture_step; start-up detail)
+CAPTURE_COUNTS = {"captures": 0, "eager_runs": 0}
+
+
+def _eager_first() -> bool:
+    """TACHYON_CAPTURE_EAGER_FIRST=1 (an A/B knob): run every step once eagerly before capturing it."""
+    return os.environ.get("TACHYON_CAPTURE_EAGER_FIRST", "0") == "1"
+
+
+def _capture(step, pool):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, pool=pool):
         out = step()
     return g, out, pool if pool is not None else g.pool()
+
+
+def capture_step(step, pool):
+    """Capture `step()` into a CUDA graph in memory pool `pool` (None: a new one); returns (graph, step's output,
+    the pool). The step is captured directly when everything it launches is ready (the warm-up's compile pass
+    compiled and loaded its Triton kernels); if it launches something that needs an eager run first
+    (NeedsEagerRun: a Triton module still to load, a buffer still to grow), that capture is discarded and the
+    step runs once eagerly, then is captured again. The step must not change state outside the tensors it
+    writes (a discarded capture wrote none)."""
+    from tachyon.kernels.module_loads import NeedsEagerRun, loads_raise_in_capture
+
+    CAPTURE_COUNTS["captures"] += 1
+    if not _eager_first():
+        try:
+            with loads_raise_in_capture():
+                return _capture(step, pool)
+        except NeedsEagerRun:
+            torch.cuda.synchronize()
+    CAPTURE_COUNTS["eager_runs"] += 1
+    step()
+    torch.cuda.synchronize()
+    return _capture(step, pool)
 
 
 class DecodeGraphRunner:

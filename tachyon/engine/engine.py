@@ -88,8 +88,10 @@ class LLMEngine:
         # KV-cache allocation + decode- and prefill-graph capture
         self.startup = dict(load_s=t_load - t0, warmup_s=t_warm - t_load, kv_and_graphs_s=t_end - t_warm,
                             total_s=t_end - t0)
-        # the last phase's parts (s; kv_alloc_s, then each graph family captured) and each family's graph count
-        self.startup_detail = dict(self.runner.capture_s, num_graphs=dict(self.runner.num_graphs))
+        # the last phase's parts (s; kv_alloc_s, then each graph family captured), each family's graph count and its
+        # captures that needed an eager run first; the warm-up's parts (s; CUDA)
+        self.startup_detail = dict(self.runner.capture_s, num_graphs=dict(self.runner.num_graphs),
+                                   eager_runs=dict(self.runner.eager_runs), warmup=dict(self.runner.warmup_parts_s))
         log.info("engine ready in %.1f s (load %.1f, warm-up %.1f, KV cache + graphs %.1f)", self.startup["total_s"],
                  self.startup["load_s"], self.startup["warmup_s"], self.startup["kv_and_graphs_s"])
         self.pool = BlockPool(num_blocks, config.block_size)

@@ -26,6 +26,8 @@ the same padded step eagerly, which is what CPU tests check.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -80,8 +82,12 @@ class MixedGraphRunner(StepGraphs):
     def compile_keys(self) -> list[tuple[int, int]]:
         """The keys whose steps the warm-up's compile pass runs: every chunk bucket beside the largest decode bucket
         and every decode bucket beside the largest chunk bucket (the attention kernels' launch choices follow one
-        side each). A variant this cross misses compiles at capture instead: correct, only slower to start (H200,
-        7B cold: 21.9 s against 21.7 with every key compiled in parallel; benchmarks/results/session21/)."""
+        side each). A variant this cross misses compiles at capture instead, and that key's capture needs an eager
+        run first (engine/cuda_graph.capture_step): correct, only slower to start (H200, 7B cold: 21.9 s against 21.7
+        with every key compiled in parallel, when every capture ran eagerly first; benchmarks/results/session21/).
+        TACHYON_MIXED_COMPILE_KEYS=all compiles every key."""
+        if os.environ.get("TACHYON_MIXED_COMPILE_KEYS") == "all":  # an A/B knob: every key
+            return self.keys
         d, c = self.decode_buckets[-1], self.chunk_buckets[-1]
         return sorted({(d, x) for x in self.chunk_buckets} | {(x, c) for x in self.decode_buckets})
 

@@ -101,24 +101,30 @@ class RunnerStartup:
     def warm_up(self, max_num_batched_tokens: int) -> dict:
         """CUDA only, before allocate_kv, whatever sizes the KV cache: choose the batch-1 projection kernels
         (tune_gemv: Triton GEMV only where it beats cuBLAS) and compile the Triton kernels of every step shape
-        the graphs will capture. Returns the GEMV choices (also kept in self.profile["gemv"])."""
+        the graphs will capture, loading their modules. Returns the GEMV choices (also kept in self.profile["gemv"]);
+        the seconds of both parts go to self.warmup_parts_s."""
         from tachyon.models.layers import tune_gemv
 
+        t0 = time.perf_counter()
         gemv_choices = tune_gemv(self.model)
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        t1 = time.perf_counter()
         self.model.bind_kv_cache(self._new_caches(1))
         self._compile_kernels(*self._profile_step(max_num_batched_tokens))
         self.model.bind_kv_cache([])
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        self.warmup_parts_s = dict(tune_gemv_s=t1 - t0, compile_pass_s=time.perf_counter() - t1)
         self.profile = dict(gemv=gemv_choices)
         return gemv_choices
 
     @torch.inference_mode()
     def profile_kv_budget(self, max_num_batched_tokens: int, gpu_memory_utilization: float) -> int:
         """CUDA only, after warm_up: bytes left for the KV cache after weights, the peak activations of the
-        largest step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card."""
+        largest step, and the decode-graph memory pool, under gpu_memory_utilization of the whole card (its seconds:
+        self.warmup_parts_s["kv_profile_s"])."""
+        t_start = time.perf_counter()
         self.model.bind_kv_cache(self._new_caches(1))
         ids, positions, meta, t = self._profile_step(max_num_batched_tokens)
         torch.cuda.empty_cache()
@@ -155,12 +161,13 @@ class RunnerStartup:
         budget = free - (1.0 - gpu_memory_utilization) * total - activation_peak - graph_bytes
         self.profile.update(activation_peak_bytes=activation_peak, graph_pool_bytes=graph_bytes, free_bytes=free,
                             total_bytes=total, kv_budget_bytes=int(budget))
+        self.warmup_parts_s["kv_profile_s"] = time.perf_counter() - t_start
         return int(budget)
 
     def allocate_kv(self, num_blocks: int) -> None:
         """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA). Records the
         seconds of each part in self.capture_s (kv_alloc_s, then decode / prefill / mixed _graphs_s where
-        captured) and each family's graph count in self.num_graphs."""
+        captured), each family's graph count in self.num_graphs and its eager pre-runs in self.eager_runs."""
         t0 = time.perf_counter()
         self.num_blocks = num_blocks
         self.kv_caches = self._new_caches(num_blocks)
@@ -168,7 +175,7 @@ class RunnerStartup:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self.capture_s = dict(kv_alloc_s=time.perf_counter() - t0)
-        self.num_graphs = {}
+        self.num_graphs, self.eager_runs = {}, {}
         if self.use_cuda_graphs:
             self.graphs = self._timed_capture("decode", self._graph_runner(), None)
             if self.prefill_graph_tokens:
@@ -177,12 +184,16 @@ class RunnerStartup:
                 self.mixed_graphs = self._timed_capture("mixed", self._mixed_graph_runner(), self.graphs.pool)
 
     def _timed_capture(self, family: str, runner, pool):
-        """Capture `runner`'s graphs (into `pool`; None: its own), recording their seconds and count."""
-        t0 = time.perf_counter()
+        """Capture `runner`'s graphs (into `pool`; None: its own), recording their seconds, their count and how
+        many of them needed an eager run before their capture (`eager_runs`, by family)."""
+        from tachyon.engine.cuda_graph import CAPTURE_COUNTS
+
+        t0, eager0 = time.perf_counter(), CAPTURE_COUNTS["eager_runs"]
         if pool is None:
             runner.capture()
         else:
             runner.capture(pool=pool)
         self.capture_s[f"{family}_graphs_s"] = time.perf_counter() - t0
         self.num_graphs[family] = len(runner.graphs) + len(getattr(runner, "unfiltered_graphs", {}))
+        self.eager_runs[family] = CAPTURE_COUNTS["eager_runs"] - eager0
         return runner

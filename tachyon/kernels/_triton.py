@@ -91,6 +91,11 @@ def pdl_wait(PDL: tl.constexpr):
         gdc_wait()
 
 
+class NeedsEagerRun(RuntimeError):
+    """Raised during CUDA-graph capture by a launch that needs the step to run eagerly first (a Triton module still
+    to load, a buffer still to grow); the capture is to be discarded and retried after one eager run."""
+
+
 # zeroed int32 counters for "last program to finish" merges (split-KV attention, split-K GEMMs), per device.
 # Every kernel that uses them leaves them zero, touches them only after its pdl_wait, and the kernels of a
 # stream run one after another, so all share one buffer. Never freed (CUDA graphs bake in the address):
@@ -104,7 +109,7 @@ def sync_counters(device: torch.device, n: int) -> torch.Tensor:
     bufs = _COUNTERS.setdefault(str(device), [])
     if not bufs or bufs[-1].numel() < n:
         if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"sync counters: {n} needed during CUDA-graph capture; launch the shape eagerly first")
+            raise NeedsEagerRun(f"sync counters: {n} needed during CUDA-graph capture; launch the shape eagerly first")
         bufs.append(torch.zeros(max(n, 4096), dtype=torch.int32, device=device))
     return bufs[-1]
 
@@ -114,5 +119,5 @@ def require_triton() -> None:
         raise RuntimeError("Triton is not installed; use the *_ref kernels")
 
 
-__all__ = ["HAS_TRITON", "triton", "tl", "next_pow2", "pdl_args", "pdl_trigger", "pdl_wait", "require_triton",
-           "sm_count", "sync_counters"]
+__all__ = ["HAS_TRITON", "NeedsEagerRun", "triton", "tl", "next_pow2", "pdl_args", "pdl_trigger", "pdl_wait",
+           "require_triton", "sm_count", "sync_counters"]

@@ -1,12 +1,13 @@
 """Compile Triton kernels in parallel during warm-up.
 
 `compile_only(device)` is a context in which every Triton kernel launch compiles (in a thread pool,
-deduplicated by Triton's own cache key) instead of running; on exit every compile has finished and
-sits in Triton's in-memory and on-disk caches, so the same launches afterwards run without
-compiling. Torch ops inside the context still run, on whatever the skipped kernels left in their
-outputs: the caller must discard every result and must not branch on device values there. Needs
-CUDA and triton's AsyncCompileMode (triton >= 3.4); otherwise launches run normally. Compile
-failures are ignored here: the real launch afterwards compiles again and raises.
+deduplicated by Triton's own cache key) instead of running; on exit every compile has finished, sits
+in Triton's in-memory and on-disk caches and has its CUDA module loaded, so the same launches afterwards
+run, or are captured into a CUDA graph, without compiling or loading (kernels/module_loads.py). Torch
+ops inside the context still run, on whatever the skipped kernels left in their outputs: the caller
+must discard every result and must not branch on device values there. Needs CUDA and triton's
+AsyncCompileMode (triton >= 3.4); otherwise launches run normally. Compile failures are ignored here:
+the real launch afterwards compiles again and raises.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 import torch
 
 from tachyon.kernels._triton import HAS_TRITON
+from tachyon.kernels.module_loads import load_modules
 
 
 def _async_mode():
@@ -43,8 +45,13 @@ def compile_only(device: torch.device, workers: int | None = None) -> Iterator[b
     AsyncCompileMode, JITFunction = mode
     original = JITFunction.run
 
+    compiled: dict[int, object] = {}  # each kernel (or its compile's future) once
+
     def run(self, *args, grid, warmup, **kwargs):  # compile (asynchronously) but never launch
-        return original(self, *args, grid=grid, warmup=True, **kwargs)
+        kernel = original(self, *args, grid=grid, warmup=True, **kwargs)
+        if kernel is not None:
+            compiled.setdefault(id(kernel), kernel)
+        return kernel
 
     idx = device.index if device.index is not None else torch.cuda.current_device()
     n = workers or max(1, min(16, os.cpu_count() or 1))
@@ -55,3 +62,4 @@ def compile_only(device: torch.device, workers: int | None = None) -> Iterator[b
                 yield True
         finally:
             JITFunction.run = original
+        load_modules(compiled.values())  # every future has finished here (AsyncCompileMode's exit)

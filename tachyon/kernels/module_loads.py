@@ -1,0 +1,72 @@
+"""Triton module loads and CUDA-graph capture.
+
+A compiled Triton kernel loads its CUDA module (cuModuleLoadData) at its first launch, and CUDA forbids that while
+a stream is being captured. A step can therefore be captured without running it eagerly first only if every
+kernel it launches is already loaded.
+
+`load_modules(kernels)` loads the modules of compiled kernels now (call it outside any capture).
+`loads_raise_in_capture()` is a context in which a launch that would load a module while the current stream
+captures raises `NeedsEagerRun` instead, before any CUDA call, so the caller can end that capture, discard it,
+run the step once eagerly and capture again. Without Triton both are no-ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+
+from tachyon.kernels._triton import HAS_TRITON, NeedsEagerRun
+
+
+def _compiled_kernel_class():
+    if not HAS_TRITON:
+        return None
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:  # pragma: no cover - a triton without this layout: captures always run eagerly first
+        return None
+    return CompiledKernel if hasattr(CompiledKernel, "_init_handles") else None
+
+
+def load_modules(kernels: Iterable[object]) -> int:
+    """Load the CUDA module of each compiled kernel (a triton CompiledKernel, or a finished async-compile future
+    of one); returns how many were loaded here. A kernel that fails to load (e.g. too much shared memory) is
+    skipped: its real launch raises the same error."""
+    cls = _compiled_kernel_class()
+    if cls is None:
+        return 0
+    loaded = 0
+    for k in kernels:
+        k = getattr(k, "kernel", k) if not isinstance(k, cls) else k  # a FutureKernel holds its result in .kernel
+        if not isinstance(k, cls) or getattr(k, "module", None) is not None:
+            continue
+        try:
+            k._init_handles()
+        except Exception:  # noqa: BLE001 - surfaced by the kernel's own launch
+            continue
+        loaded += 1
+    return loaded
+
+
+@contextmanager
+def loads_raise_in_capture() -> Iterator[None]:
+    """While active, a Triton kernel launch that would load its module during stream capture raises NeedsEagerRun
+    (see the module docstring). Launches outside capture load as usual."""
+    cls = _compiled_kernel_class()
+    if cls is None:
+        yield
+        return
+    original = cls._init_handles
+
+    def guarded(self) -> None:
+        if getattr(self, "module", None) is None and torch.cuda.is_current_stream_capturing():
+            raise NeedsEagerRun(f"Triton kernel {self.name} would load its module during CUDA-graph capture")
+        original(self)
+
+    cls._init_handles = guarded
+    try:
+        yield
+    finally:
+        cls._init_handles = original
