@@ -366,11 +366,11 @@ def test_compile_only_is_a_no_op_without_cuda_or_when_disabled(monkeypatch):
     from tachyon.kernels.precompile import compile_only
 
     with compile_only(torch.device("cpu")) as compiling:
-        assert compiling is False
+        assert not compiling
     if CUDA:
         monkeypatch.setenv("TACHYON_PARALLEL_COMPILE", "0")
         with compile_only(torch.device("cuda")) as compiling:
-            assert compiling is False
+            assert not compiling
 
 
 @pytest.mark.skipif(not CUDA, reason="needs a GPU")

@@ -46,6 +46,15 @@ def test_load_modules_loads_each_kernel_once_and_skips_what_cannot_load(fake_tri
     assert (a.loads, b.loads, a.module, bad.module) == (1, 1, "module-of-a", None)
 
 
+def test_load_modules_on_a_thread_pool(fake_triton):
+    from concurrent.futures import ThreadPoolExecutor
+
+    ks = [FakeKernel(f"k{i}") for i in range(20)] + [FakeKernel("bad", fails=True)]
+    with ThreadPoolExecutor(4) as pool:
+        assert load_modules(ks + ks[:5], pool) == 20
+    assert all(k.loads == 1 for k in ks[:20])
+
+
 def test_guard_raises_only_for_a_load_during_capture(fake_triton):
     loaded, fresh, other = FakeKernel("loaded"), FakeKernel("fresh"), FakeKernel("other")
     loaded._init_handles()

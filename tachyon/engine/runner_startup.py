@@ -51,10 +51,12 @@ class RunnerStartup:
         """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
         unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
         config): their launches only compile here (kernels/precompile.py), so the profile and the graph
-        captures that follow find them compiled. Results are discarded; the shared last-token buffer is reset."""
+        captures that follow find them compiled and loaded. Results are discarded; the shared last-token buffer is
+        reset. What the pass did: self.compile_pass (kernels/precompile.CompilePass)."""
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
+            self.compile_pass = compiling
             if not compiling:
                 return
             hidden = self.model(ids, positions, meta)
@@ -116,6 +118,8 @@ class RunnerStartup:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         self.warmup_parts_s = dict(tune_gemv_s=t1 - t0, compile_pass_s=time.perf_counter() - t1)
+        if self.compile_pass:  # its parts: running the steps, the compiles still in flight, the module loads
+            self.warmup_parts_s.update(compile_pass=self.compile_pass.summary())
         self.profile = dict(gemv=gemv_choices)
         return gemv_choices
 

@@ -13,6 +13,7 @@ run the step once eagerly and capture again. Without Triton both are no-ops.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from contextlib import contextmanager
 
 import torch
@@ -30,24 +31,29 @@ def _compiled_kernel_class():
     return CompiledKernel if hasattr(CompiledKernel, "_init_handles") else None
 
 
-def load_modules(kernels: Iterable[object]) -> int:
+def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int:
     """Load the CUDA module of each compiled kernel (a triton CompiledKernel, or a finished async-compile future
-    of one); returns how many were loaded here. A kernel that fails to load (e.g. too much shared memory) is
-    skipped: its real launch raises the same error."""
+    of one), on `pool`'s threads if given (each with the kernels' device current); returns how many were loaded
+    here. A kernel that fails to load (e.g. too much shared memory) is skipped: its real launch raises the same
+    error."""
     cls = _compiled_kernel_class()
     if cls is None:
         return 0
-    loaded = 0
+    todo = {}
     for k in kernels:
-        k = getattr(k, "kernel", k) if not isinstance(k, cls) else k  # a FutureKernel holds its result in .kernel
-        if not isinstance(k, cls) or getattr(k, "module", None) is not None:
-            continue
+        k = k if isinstance(k, cls) else getattr(k, "kernel", None)  # a FutureKernel holds its result in .kernel
+        if isinstance(k, cls) and getattr(k, "module", None) is None:
+            todo[id(k)] = k
+    todo = list(todo.values())
+
+    def load(k) -> bool:
         try:
             k._init_handles()
         except Exception:  # noqa: BLE001 - surfaced by the kernel's own launch
-            continue
-        loaded += 1
-    return loaded
+            return False
+        return True
+
+    return sum(pool.map(load, todo) if pool is not None else map(load, todo))
 
 
 @contextmanager
