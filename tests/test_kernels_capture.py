@@ -154,9 +154,9 @@ def test_sync_counters_growth_in_capture_is_an_eager_run_need(monkeypatch):
 
 @pytest.mark.skipif(not CUDA or not K.HAS_TRITON, reason="needs a GPU and Triton")
 def test_gpu_compiled_kernel_captures_without_eager_run_and_fresh_one_falls_back():
-    """On the GPU: a launch compiled (and loaded) by compile_only captures with no eager run and replays what the
-    reference writes; a specialisation never launched raises NeedsEagerRun in the guarded capture, and capture_step
-    then runs it eagerly and captures a graph that is just as correct."""
+    """On the GPU: a launch compiled by compile_only, its module then loaded, captures with no eager run and replays
+    what the reference writes; a specialisation never launched raises NeedsEagerRun in the guarded capture, and
+    capture_step then runs it eagerly and captures a graph that is just as correct."""
     from tachyon.kernels.precompile import compile_only
 
     def case(H: int, D: int):
@@ -172,6 +172,7 @@ def test_gpu_compiled_kernel_captures_without_eager_run_and_fresh_one_falls_back
     with compile_only(torch.device(DEV)) as compiling:
         assert compiling
         K.store_kv_triton(k, v, cache, slots)
+    assert compiling.kernels and compiling.load_modules() >= 1
     c0, e0 = _counts()
     g, _, _ = cuda_graph.capture_step(lambda: K.store_kv_triton(k, v, cache, slots), None)
     assert _counts() == (c0 + 1, e0), "a kernel the compile pass loaded needed an eager run"

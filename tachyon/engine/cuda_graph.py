@@ -61,17 +61,18 @@ def _capture(step, pool):
     return g, out, pool if pool is not None else g.pool()
 
 
-def capture_step(step, pool):
+def capture_step(step, pool, eager_first: bool = False):
     """Capture `step()` into a CUDA graph in memory pool `pool` (None: a new one); returns (graph, step's output,
     the pool). The step is captured directly when everything it launches is ready (the warm-up's compile pass
     compiled and loaded its Triton kernels); if it launches something that needs an eager run first
     (NeedsEagerRun: a Triton module still to load, a buffer still to grow), that capture is discarded and the
     step runs once eagerly, then is captured again. The step must not change state outside the tensors it
-    writes (a discarded capture wrote none)."""
+    writes (a discarded capture wrote none). `eager_first` (or TACHYON_CAPTURE_EAGER_FIRST=1): always run it
+    eagerly first."""
     from tachyon.kernels.module_loads import NeedsEagerRun, loads_raise_in_capture
 
     CAPTURE_COUNTS["captures"] += 1
-    if not _eager_first():
+    if not (eager_first or _eager_first()):
         try:
             with loads_raise_in_capture():
                 return _capture(step, pool)
@@ -142,14 +143,16 @@ class DecodeGraphRunner:
         return logits, tokens
 
     @torch.inference_mode()
-    def capture(self, buckets: list[int] | None = None) -> None:
-        """Capture the given (default: all) buckets, largest first, in one shared memory pool."""
+    def capture(self, buckets: list[int] | None = None, eager_first: bool = False) -> None:
+        """Capture the given (default: all) buckets, largest first, in one shared memory pool (capture_step;
+        `eager_first`: each after an eager run)."""
         self.pad_inputs()
         for bs in sorted(buckets or self.buckets, reverse=True):
-            self.graphs[bs], self.outputs[bs], self.pool = capture_step(lambda bs=bs: self._step(bs), self.pool)
+            self.graphs[bs], self.outputs[bs], self.pool = capture_step(lambda bs=bs: self._step(bs), self.pool,
+                                                                        eager_first)
             if self.has_twin(bs):
                 self.unfiltered_graphs[bs], self.unfiltered_outputs[bs], _ = capture_step(
-                    lambda bs=bs: self._step(bs, unfiltered=True), self.pool)
+                    lambda bs=bs: self._step(bs, unfiltered=True), self.pool, eager_first)
         torch.cuda.synchronize()
 
     @staticmethod

@@ -51,8 +51,9 @@ class RunnerStartup:
         """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
         unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
         config): their launches only compile here (kernels/precompile.py), so the profile and the graph
-        captures that follow find them compiled and loaded. Results are discarded; the shared last-token buffer is
-        reset. What the pass did: self.compile_pass (kernels/precompile.CompilePass)."""
+        captures that follow find them compiled (allocate_kv loads their modules before it captures). Results are
+        discarded; the shared last-token buffer is reset. What the pass did: self.compile_pass
+        (kernels/precompile.CompilePass)."""
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -103,8 +104,8 @@ class RunnerStartup:
     def warm_up(self, max_num_batched_tokens: int) -> dict:
         """CUDA only, before allocate_kv, whatever sizes the KV cache: choose the batch-1 projection kernels
         (tune_gemv: Triton GEMV only where it beats cuBLAS) and compile the Triton kernels of every step shape
-        the graphs will capture, loading their modules. Returns the GEMV choices (also kept in self.profile["gemv"]);
-        the seconds of both parts go to self.warmup_parts_s."""
+        the graphs will capture (their modules load in allocate_kv). Returns the GEMV choices (also kept in
+        self.profile["gemv"]); the seconds of both parts go to self.warmup_parts_s."""
         from tachyon.models.layers import tune_gemv
 
         t0 = time.perf_counter()
@@ -118,8 +119,6 @@ class RunnerStartup:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         self.warmup_parts_s = dict(tune_gemv_s=t1 - t0, compile_pass_s=time.perf_counter() - t1)
-        if self.compile_pass:  # its parts: running the steps, the compiles still in flight, the module loads
-            self.warmup_parts_s.update(compile_pass=self.compile_pass.summary())
         self.profile = dict(gemv=gemv_choices)
         return gemv_choices
 
@@ -143,15 +142,19 @@ class RunnerStartup:
         graph_bytes = 0
         if self.use_cuda_graphs:
             before = torch.cuda.memory_reserved()
+            # each probe runs eagerly before its capture: the device allocations before the cache's stay as they
+            # were before captures could skip that run (0.6B bs1 ran ~2% slower without it; see allocate_kv)
             probe = self._graph_runner()
-            probe.capture([probe.max_bs])
+            probe.capture([probe.max_bs], eager_first=True)
             probe_prefill = probe_mixed = None
             if self.prefill_graph_tokens:  # its largest bucket, in the same pool, as allocate_kv does
                 probe_prefill = self._prefill_graph_runner()
-                probe_prefill.capture(pool=probe.pool, keys=[(probe_prefill.max_tokens, probe_prefill.max_seqs)])
+                probe_prefill.capture(pool=probe.pool, keys=[(probe_prefill.max_tokens, probe_prefill.max_seqs)],
+                                      eager_first=True)
             if self.mixed_graph_tokens:  # likewise
                 probe_mixed = self._mixed_graph_runner()
-                probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)])
+                probe_mixed.capture(pool=probe.pool, keys=[(probe_mixed.max_decodes, probe_mixed.max_chunk)],
+                                    eager_first=True)
             # the buckets not captured here keep their logits outputs in the pool too
             graph_bytes = max(0, torch.cuda.memory_reserved() - before) + probe.output_bytes(probe.buckets[:-1])
             for p in (probe, probe_prefill, probe_mixed):
@@ -170,8 +173,9 @@ class RunnerStartup:
 
     def allocate_kv(self, num_blocks: int) -> None:
         """Allocate the cache once, bind it to the model, then capture the decode graphs (CUDA). Records the
-        seconds of each part in self.capture_s (kv_alloc_s, then decode / prefill / mixed _graphs_s where
-        captured), each family's graph count in self.num_graphs and its eager pre-runs in self.eager_runs."""
+        seconds of each part in self.capture_s (kv_alloc_s, module_load_s after a compile pass, then decode /
+        prefill / mixed _graphs_s where captured), each family's graph count in self.num_graphs and its eager
+        pre-runs in self.eager_runs."""
         t0 = time.perf_counter()
         self.num_blocks = num_blocks
         self.kv_caches = self._new_caches(num_blocks)
@@ -180,6 +184,12 @@ class RunnerStartup:
             torch.cuda.synchronize(self.device)
         self.capture_s = dict(kv_alloc_s=time.perf_counter() - t0)
         self.num_graphs, self.eager_runs = {}, {}
+        if self.use_cuda_graphs and self.compile_pass:
+            # the compile pass's modules load after the cache is placed (their device allocations then come after
+            # it, as when each capture's eager run loaded them); captures then need no eager run
+            t1 = time.perf_counter()
+            self.compile_pass.load_modules()
+            self.capture_s["module_load_s"] = time.perf_counter() - t1
         if self.use_cuda_graphs:
             self.graphs = self._timed_capture("decode", self._graph_runner(), None)
             if self.prefill_graph_tokens:

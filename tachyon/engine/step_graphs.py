@@ -62,15 +62,17 @@ class StepGraphs:
         return self.logits[:n], tokens[:n]
 
     @torch.inference_mode()
-    def capture(self, pool=None, keys: list[tuple[int, ...]] | None = None) -> None:
+    def capture(self, pool=None, keys: list[tuple[int, ...]] | None = None, eager_first: bool = False) -> None:
         """Capture the given (default: every) key, the largest steps first, into `pool` (e.g. the decode graphs'
-        pool: the steps never run concurrently) or a new one."""
+        pool: the steps never run concurrently) or a new one (capture_step; `eager_first`: each after an eager
+        run)."""
         if not self.use_graphs:
             return
         self.pool = pool
         self.pad_inputs()
         for key in sorted(keys or self.keys, key=lambda k: (sum(k), k), reverse=True):
-            self.graphs[key], self.tokens[key], self.pool = capture_step(lambda k=key: self._step(*k), self.pool)
+            self.graphs[key], self.tokens[key], self.pool = capture_step(lambda k=key: self._step(*k), self.pool,
+                                                                         eager_first)
         torch.cuda.synchronize()
 
     def release(self) -> None:

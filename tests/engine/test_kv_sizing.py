@@ -79,3 +79,33 @@ def test_allocate_kv_times_each_graph_family_and_shares_the_decode_pool(tiny_lla
     assert runner.num_graphs == {"decode": 7, "prefill": 3, "mixed": 7}
     assert set(runner.capture_s) == {"kv_alloc_s", "decode_graphs_s", "prefill_graphs_s", "mixed_graphs_s"}
     assert all(v >= 0 for v in runner.capture_s.values())
+
+
+def test_allocate_kv_loads_the_compile_pass_modules_after_the_cache_and_before_any_capture(tiny_llama, monkeypatch):
+    """The compile pass's modules load once the cache is placed and before the first capture (which then needs no
+    eager run); the load's seconds are a part of the phase."""
+    from tachyon import LLM
+
+    runner = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=128, num_kv_blocks=16).engine.runner
+    events = []
+
+    class FakePass:
+        def __bool__(self):
+            return True
+
+        def load_modules(self):
+            events.append(("load", len(runner.kv_caches[0][0])))
+            return 3
+
+    class RecordingGraphs(FakeGraphs):
+        def capture(self, pool=None):
+            events.append(("capture", self.n))
+            super().capture(pool)
+
+    monkeypatch.setattr(runner, "_graph_runner", lambda: RecordingGraphs(4))
+    runner.use_cuda_graphs, runner.prefill_graph_tokens, runner.mixed_graph_tokens = True, 0, 0
+    runner.compile_pass = FakePass()
+    runner.allocate_kv(8)
+    assert events == [("load", 8), ("capture", 4)]
+    assert set(runner.capture_s) == {"kv_alloc_s", "module_load_s", "decode_graphs_s"}
+    assert runner.eager_runs == {"decode": 0}
