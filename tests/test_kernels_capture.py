@@ -132,6 +132,18 @@ def test_capture_step_runs_eagerly_and_recaptures_when_a_module_would_load(fake_
     assert _counts() == (c0 + 1, e0 + 1)
 
 
+def test_capture_step_runs_eagerly_first_when_the_loads_cannot_be_guarded(fake_capture, monkeypatch):
+    """A Triton whose kernel class the guard does not know: a direct capture could hit a module load CUDA forbids,
+    so every capture runs its step eagerly first."""
+    monkeypatch.setattr(module_loads, "_compiled_kernel_class", lambda: None)
+    monkeypatch.setattr(module_loads, "HAS_TRITON", True)
+    assert not module_loads.guard_available()
+    calls = []
+    c0, e0 = _counts()
+    cuda_graph.capture_step(lambda: calls.append(1), None)
+    assert len(calls) == 2 and _counts() == (c0 + 1, e0 + 1)
+
+
 def test_capture_step_eager_first_knob(fake_capture, monkeypatch):
     monkeypatch.setenv("TACHYON_CAPTURE_EAGER_FIRST", "1")
     calls = []

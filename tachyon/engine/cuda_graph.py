@@ -67,12 +67,12 @@ def capture_step(step, pool, eager_first: bool = False):
     compiled and loaded its Triton kernels); if it launches something that needs an eager run first
     (NeedsEagerRun: a Triton module still to load, a buffer still to grow), that capture is discarded and the
     step runs once eagerly, then is captured again. The step must not change state outside the tensors it
-    writes (a discarded capture wrote none). `eager_first` (or TACHYON_CAPTURE_EAGER_FIRST=1): always run it
-    eagerly first."""
-    from tachyon.kernels.module_loads import NeedsEagerRun, loads_raise_in_capture
+    writes (a discarded capture wrote none). `eager_first` (or TACHYON_CAPTURE_EAGER_FIRST=1, or a Triton whose
+    module loads cannot be guarded): always run it eagerly first."""
+    from tachyon.kernels.module_loads import NeedsEagerRun, guard_available, loads_raise_in_capture
 
     CAPTURE_COUNTS["captures"] += 1
-    if not (eager_first or _eager_first()):
+    if not (eager_first or _eager_first()) and guard_available():
         try:
             with loads_raise_in_capture():
                 return _capture(step, pool)

@@ -7,7 +7,8 @@ kernel it launches is already loaded.
 `load_modules(kernels)` loads the modules of compiled kernels now (call it outside any capture).
 `loads_raise_in_capture()` is a context in which a launch that would load a module while the current stream
 captures raises `NeedsEagerRun` instead, before any CUDA call, so the caller can end that capture, discard it,
-run the step once eagerly and capture again. Without Triton both are no-ops.
+run the step once eagerly and capture again. Without Triton both are no-ops; `guard_available()` says whether the
+guard works with the installed Triton.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def _compiled_kernel_class():
     except ImportError:  # pragma: no cover - a triton without this layout: captures always run eagerly first
         return None
     return CompiledKernel if hasattr(CompiledKernel, "_init_handles") else None
+
+
+def guard_available() -> bool:
+    """Whether a capture can skip its eager run: loads_raise_in_capture can guard this Triton's module loads (or
+    there is no Triton, so nothing loads). False for a Triton whose kernel class this module does not know."""
+    return not HAS_TRITON or _compiled_kernel_class() is not None
 
 
 def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int:
