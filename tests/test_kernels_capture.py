@@ -55,6 +55,32 @@ def test_load_modules_on_a_thread_pool(fake_triton):
     assert all(k.loads == 1 for k in ks[:20])
 
 
+@pytest.mark.skipif(not K.HAS_TRITON, reason="needs Triton")
+def test_build_launchers_builds_each_unloaded_kernels_launcher_once(fake_triton, monkeypatch):
+    import importlib
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    triton_driver = importlib.import_module("triton.runtime.driver")  # the module (triton.runtime exports an object)
+    built = []
+
+    def launcher_cls(src, metadata):
+        if src == "bad":
+            raise RuntimeError("cc failed")
+        built.append((src, metadata))
+
+    monkeypatch.setattr(triton_driver, "driver", SimpleNamespace(active=SimpleNamespace(launcher_cls=launcher_cls)))
+    ks = [FakeKernel(f"k{i}") for i in range(6)]
+    for i, k in enumerate(ks):
+        k.src, k.metadata = f"src{i}", {"i": i}
+    ks[0]._init_handles()  # loaded: its launcher exists
+    ks[5].src = "bad"
+    with ThreadPoolExecutor(3) as pool:
+        assert module_loads.build_launchers(ks + ks[1:3] + [object()], pool) == 4
+    assert sorted(built) == [(f"src{i}", {"i": i}) for i in range(1, 5)]
+    assert all(k.module is None for k in ks[1:])  # host work only: nothing loaded
+
+
 def test_guard_raises_only_for_a_load_during_capture(fake_triton):
     loaded, fresh, other = FakeKernel("loaded"), FakeKernel("fresh"), FakeKernel("other")
     loaded._init_handles()

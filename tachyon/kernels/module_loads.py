@@ -4,7 +4,8 @@ A compiled Triton kernel loads its CUDA module (cuModuleLoadData) at its first l
 a stream is being captured. A step can therefore be captured without running it eagerly first only if every
 kernel it launches is already loaded.
 
-`load_modules(kernels)` loads the modules of compiled kernels now (call it outside any capture).
+`load_modules(kernels)` loads the modules of compiled kernels now (call it outside any capture);
+`build_launchers(kernels)` builds only their host launchers (no device work).
 `loads_raise_in_capture()` is a context in which a launch that would load a module while the current stream
 captures raises `NeedsEagerRun` instead, before any CUDA call, so the caller can end that capture, discard it,
 run the step once eagerly and capture again. Without Triton both are no-ops; `guard_available()` says whether the
@@ -61,6 +62,29 @@ def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int
         return True
 
     return sum(pool.map(load, todo) if pool is not None else map(load, todo))
+
+
+def build_launchers(kernels: Iterable[object], pool: Executor | None = None) -> int:
+    """Build, and discard, the host launcher of each compiled kernel whose module is not loaded yet, on `pool`'s
+    threads if given; returns how many were built. Triton versions that generate a C launcher per kernel
+    signature compile it with the system C compiler into Triton's cache (a fraction of a second each on a slow
+    host), so the kernel's later first launch finds it built. Host work only: no CUDA call, no device memory.
+    A launcher that fails to build is skipped: the kernel's own load builds it again and raises."""
+    cls = _compiled_kernel_class()
+    if cls is None:
+        return 0
+    from triton.runtime.driver import driver
+
+    todo = list({id(k): k for k in kernels if isinstance(k, cls) and getattr(k, "module", None) is None}.values())
+
+    def build(k) -> bool:
+        try:
+            driver.active.launcher_cls(k.src, k.metadata)
+        except Exception:  # noqa: BLE001 - surfaced by the kernel's own load
+            return False
+        return True
+
+    return sum(pool.map(build, todo) if pool is not None else map(build, todo))
 
 
 @contextmanager

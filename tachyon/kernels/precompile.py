@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from tachyon.kernels._triton import HAS_TRITON
-from tachyon.kernels.module_loads import load_modules
+from tachyon.kernels.module_loads import build_launchers, load_modules
 
 
 def _async_mode():
@@ -48,7 +48,10 @@ class CompilePass:
     truthy iff so), the distinct kernels its launches compiled (or found compiled), and the seconds spent running
     the body, then waiting for the compiles still in flight; after `load_modules`, how many modules it loaded and
     its seconds. The kernels' modules are not loaded by the pass: where device allocations land depends on when
-    they load (a start-up layout that decode speed is sensitive to), so the owner loads them when it chooses."""
+    they load (a start-up layout that decode speed is sensitive to), so the owner loads them when it chooses.
+    With TACHYON_PREBUILD_LAUNCHERS=1 the pass also builds each kernel's host launcher on its threads
+    (`launchers_built`, `launcher_s`; kernels/module_loads.build_launchers): host work only, no device
+    allocation."""
 
     active: bool
     device: torch.device | None = None
@@ -57,6 +60,8 @@ class CompilePass:
     wait_s: float = 0.0
     loaded: int = 0
     load_s: float = 0.0
+    launchers_built: int = 0
+    launcher_s: float = 0.0
 
     def __bool__(self) -> bool:
         return self.active
@@ -75,7 +80,7 @@ class CompilePass:
 
     def summary(self) -> dict[str, float | int]:
         return dict(kernels=len(self.kernels), modules_loaded=self.loaded, body_s=self.body_s, wait_s=self.wait_s,
-                    load_s=self.load_s)
+                    load_s=self.load_s, launchers_built=self.launchers_built, launcher_s=self.launcher_s)
 
 
 @contextmanager
@@ -109,7 +114,10 @@ def compile_only(device: torch.device, workers: int | None = None) -> Iterator[C
                     t1 = time.perf_counter()
         finally:
             JITFunction.run = original
-    # every future has finished here (AsyncCompileMode's exit): its result sits in .kernel
-    finished = (getattr(k, "kernel", k) for k in compiled.values())
-    stats.kernels = list({id(k): k for k in finished if k is not None}.values())
-    stats.body_s, stats.wait_s = t1 - t0, time.perf_counter() - t1
+        # every future has finished here (AsyncCompileMode's exit): its result sits in .kernel
+        finished = (getattr(k, "kernel", k) for k in compiled.values())
+        stats.kernels = list({id(k): k for k in finished if k is not None}.values())
+        t2 = time.perf_counter()
+        if os.environ.get("TACHYON_PREBUILD_LAUNCHERS") == "1":  # opt-in until measured on a GPU
+            stats.launchers_built = build_launchers(stats.kernels, pool)
+    stats.body_s, stats.wait_s, stats.launcher_s = t1 - t0, t2 - t1, time.perf_counter() - t2

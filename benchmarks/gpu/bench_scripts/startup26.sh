@@ -1,9 +1,11 @@
 # Session 26: Qwen2.5-7B cold start-up, captures without an eager run first (the default) against
-# TACHYON_CAPTURE_EAGER_FIRST=1 (an eager run before every capture, as before this session). The machine's first
-# process (the default), then the two alternating, $PAIRS times (default 2). Each process has an empty Triton cache (its
-# own TRITON_CACHE_DIR) and records its phases' parts (`detail`: the compile pass's body / wait / module-load seconds,
-# capture seconds, graph counts, eager runs per family). Results: $OUT/startup26.tgz.
-# Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/startup26.sh (carry .whl; ~2 min)
+# TACHYON_CAPTURE_EAGER_FIRST=1 (an eager run before every capture, as before this session) and
+# TACHYON_PREBUILD_LAUNCHERS=1 (the compile pass also builds the kernels' host launchers on its threads; opt-in, not
+# yet measured). The machine's first process (the default), then the three in turn, $PAIRS times (default 2). Each
+# process has an empty Triton cache (its own TRITON_CACHE_DIR) and records its phases' parts (`detail`: the compile
+# pass's body / wait / launcher seconds, the memory profile, the module loads, capture seconds, graph counts, eager
+# runs per family). Results: $OUT/startup26.tgz.
+# Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/startup26.sh (carry .whl; ~3 min)
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/startup26
 mkdir -p $R
@@ -22,6 +24,7 @@ one first -
 for i in $(seq 1 ${PAIRS:-2}); do
   one eagerfirst_$i TACHYON_CAPTURE_EAGER_FIRST=1
   one default_$i -
+  one prebuild_$i TACHYON_PREBUILD_LAUNCHERS=1
 done
 echo done | tee -a $R/runs.txt
 pack
