@@ -39,11 +39,10 @@ def guard_available() -> bool:
     return not HAS_TRITON or _compiled_kernel_class() is not None
 
 
-def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int:
-    """Load the CUDA module of each compiled kernel (a triton CompiledKernel, or a finished async-compile future
-    of one), on `pool`'s threads if given (each with the kernels' device current); returns how many were loaded
-    here. A kernel that fails to load (e.g. too much shared memory) is skipped: its real launch raises the same
-    error."""
+def _on_unloaded(kernels: Iterable[object], action, pool: Executor | None) -> int:
+    """Run `action(kernel)` once for each distinct compiled kernel (a triton CompiledKernel, or a finished
+    async-compile future of one) whose module is not loaded, on `pool`'s threads if given; returns how many
+    succeeded. A failure is skipped: the kernel's own launch raises it again."""
     cls = _compiled_kernel_class()
     if cls is None:
         return 0
@@ -52,39 +51,35 @@ def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int
         k = k if isinstance(k, cls) else getattr(k, "kernel", None)  # a FutureKernel holds its result in .kernel
         if isinstance(k, cls) and getattr(k, "module", None) is None:
             todo[id(k)] = k
-    todo = list(todo.values())
 
-    def load(k) -> bool:
+    def attempt(k) -> bool:
         try:
-            k._init_handles()
+            action(k)
         except Exception:  # noqa: BLE001 - surfaced by the kernel's own launch
             return False
         return True
 
-    return sum(pool.map(load, todo) if pool is not None else map(load, todo))
+    work = list(todo.values())
+    return sum(pool.map(attempt, work) if pool is not None else map(attempt, work))
+
+
+def load_modules(kernels: Iterable[object], pool: Executor | None = None) -> int:
+    """Load the CUDA module of each compiled kernel not loaded yet (e.g. one with too much shared memory fails
+    and is skipped), on `pool`'s threads if given, each with the kernels' device current; returns how many were
+    loaded here."""
+    return _on_unloaded(kernels, lambda k: k._init_handles(), pool)
 
 
 def build_launchers(kernels: Iterable[object], pool: Executor | None = None) -> int:
     """Build, and discard, the host launcher of each compiled kernel whose module is not loaded yet, on `pool`'s
     threads if given; returns how many were built. Triton versions that generate a C launcher per kernel
     signature compile it with the system C compiler into Triton's cache (a fraction of a second each on a slow
-    host), so the kernel's later first launch finds it built. Host work only: no CUDA call, no device memory.
-    A launcher that fails to build is skipped: the kernel's own load builds it again and raises."""
-    cls = _compiled_kernel_class()
-    if cls is None:
+    host), so the kernel's later first launch finds it built. Host work only: no CUDA call, no device memory."""
+    if _compiled_kernel_class() is None:
         return 0
     from triton.runtime.driver import driver
 
-    todo = list({id(k): k for k in kernels if isinstance(k, cls) and getattr(k, "module", None) is None}.values())
-
-    def build(k) -> bool:
-        try:
-            driver.active.launcher_cls(k.src, k.metadata)
-        except Exception:  # noqa: BLE001 - surfaced by the kernel's own load
-            return False
-        return True
-
-    return sum(pool.map(build, todo) if pool is not None else map(build, todo))
+    return _on_unloaded(kernels, lambda k: driver.active.launcher_cls(k.src, k.metadata), pool)
 
 
 @contextmanager
