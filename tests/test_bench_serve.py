@@ -110,7 +110,9 @@ def test_sweep_knee_max_rate_capacity():
         s.stop()
     assert [r.summary.num_ok for r in runs] == [12, 12, 12]
     assert runs[1].summary.output_throughput > runs[0].summary.output_throughput * 2
-    assert find_knee(runs) == 1  # max_batch=4: beyond it, queueing without throughput
+    # max_batch=4: beyond it, queueing without throughput (gain ~0.02, p50 latency x2 here). Thresholds wider than
+    # the defaults: one host stall in a 0.7 s run must not hide the knee on a loaded CI machine
+    assert find_knee(runs, min_gain=0.25, min_rise=0.5) == 1
     assert rate >= 8 and probes[-1].summary.slo is not None
     assert any(not p.summary.slo_pass for p in probes)
     assert replicas_needed(100, 10, 0.2) == 13 and replicas_needed(5, 10, 0.0) == 1
