@@ -45,8 +45,8 @@ def bucket_sizes() -> tuple[int, ...]:
     return tuple(sorted({int(b) for b in env.split(",")})) if env else BUCKETS
 
 
-# captures made, and how many of them needed the step run eagerly first (capture_step; start-up detail)
-CAPTURE_COUNTS = {"captures": 0, "eager_runs": 0}
+# captures that needed the step run eagerly first (capture_step; read as a delta for the start-up detail)
+CAPTURE_COUNTS = {"eager_runs": 0}
 
 
 def _eager_first() -> bool:
@@ -71,7 +71,6 @@ def capture_step(step, pool, eager_first: bool = False):
     module loads cannot be guarded): always run it eagerly first."""
     from tachyon.kernels.module_loads import NeedsEagerRun, guard_available, loads_raise_in_capture
 
-    CAPTURE_COUNTS["captures"] += 1
     if not (eager_first or _eager_first()) and guard_available():
         try:
             with loads_raise_in_capture():
