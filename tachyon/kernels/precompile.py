@@ -49,9 +49,9 @@ class CompilePass:
     the body, then waiting for the compiles still in flight; after `load_modules`, how many modules it loaded and
     its seconds. The kernels' modules are not loaded by the pass: where device allocations land depends on when
     they load (a start-up layout that decode speed is sensitive to), so the owner loads them when it chooses.
-    With TACHYON_PREBUILD_LAUNCHERS=1 the pass also builds each kernel's host launcher on its threads
-    (`launchers_built`, `launcher_s`; kernels/module_loads.build_launchers): host work only, no device
-    allocation."""
+    The pass also builds each kernel's host launcher on its threads (`launchers_built`, `launcher_s`;
+    kernels/module_loads.build_launchers; TACHYON_PREBUILD_LAUNCHERS=0 turns it off): host work only, no device
+    allocation, so a later module load is quick without moving where it lands."""
 
     active: bool
     device: torch.device | None = None
@@ -118,6 +118,6 @@ def compile_only(device: torch.device, workers: int | None = None) -> Iterator[C
         finished = (getattr(k, "kernel", k) for k in compiled.values())
         stats.kernels = list({id(k): k for k in finished if k is not None}.values())
         t2 = time.perf_counter()
-        if os.environ.get("TACHYON_PREBUILD_LAUNCHERS") == "1":  # opt-in until measured on a GPU
+        if os.environ.get("TACHYON_PREBUILD_LAUNCHERS", "1") != "0":
             stats.launchers_built = build_launchers(stats.kernels, pool)
     stats.body_s, stats.wait_s, stats.launcher_s = t1 - t0, t2 - t1, time.perf_counter() - t2
