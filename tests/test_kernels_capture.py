@@ -210,6 +210,7 @@ def test_gpu_compiled_kernel_captures_without_eager_run_and_fresh_one_falls_back
     with compile_only(torch.device(DEV)) as compiling:
         assert compiling
         K.store_kv_triton(k, v, cache, slots)
+    assert compiling.launchers_built >= 1, "the pass did not prebuild the fresh kernel's launcher (the default)"
     assert compiling.kernels and compiling.load_modules() >= 1
     e0 = _eager_runs()
     g, _, _ = cuda_graph.capture_step(lambda: K.store_kv_triton(k, v, cache, slots), None)
