@@ -6,6 +6,7 @@
 # pass's body / wait / launcher seconds, the memory profile, the module loads, capture seconds, graph counts, eager
 # runs per family). Results: $OUT/startup26.tgz.
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/startup26.sh (carry .whl; ~3 min)
+# From 1cf4f9f the prebuild is the default, and TACHYON_PREBUILD_LAUNCHERS=1 is the same as no setting.
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/startup26
 mkdir -p $R
