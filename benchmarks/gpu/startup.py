@@ -17,15 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tachyon import LLM  # noqa: E402
-
-
-def _number_or_text(value: str) -> int | float | str:
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
+from tachyon.bench.commands import parse_kv  # noqa: E402
 
 
 def main() -> None:
@@ -34,16 +26,13 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--quantization", default=None, choices=["fp8"], help="the engine's quantization argument")
     ap.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
-                    help="an engine argument (numbers as numbers), repeatable")
+                    help="an engine argument (value parsed as JSON, as bench offline's), repeatable")
     ap.add_argument("--tag", default="", help="appended to the output file's name")
     args = ap.parse_args()
     triton_cache = Path(os.environ.get("TRITON_CACHE_DIR", Path.home() / ".triton" / "cache"))
     cached = sum(1 for _ in triton_cache.glob("*")) if triton_cache.exists() else 0
     t0 = time.perf_counter()
-    extra = {}
-    for item in args.engine_arg:
-        key, _, value = item.partition("=")
-        extra[key] = _number_or_text(value)
+    extra = parse_kv(args.engine_arg)
     llm = LLM(args.shape, load_format="dummy", quantization=args.quantization, **extra)
     wall = time.perf_counter() - t0
     import torch
