@@ -103,7 +103,9 @@ def test_sweep_knee_max_rate_capacity():
     try:
         reqs = random_requests(12, 16, 20, seed=4)
         runs = run_ladder(LoadConfig(url, "m"), reqs, [1, 4, 12], "concurrency", log=lambda s: None)
-        slo = make_slo(ttft_ms=150, tpot_ms=40)
+        # judged at the median: with 12 requests the default p99 is the slowest one, and one host stall on a loaded
+        # CI machine failed the first probe (rate 5.0 found); queueing past max_batch moves the median too
+        slo = make_slo(ttft_ms=150, tpot_ms=40, percentile=50)
         rate, probes = max_sustainable_rate(LoadConfig(url, "m", process="poisson", seed=1), reqs, slo,
                                             start=8, rel_tol=0.25, max_probes=8, log=lambda s: None)
     finally:
