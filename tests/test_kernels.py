@@ -93,6 +93,37 @@ def test_attention_ref_matches_sdpa(Hq, Hkv, D, block_size, query_rows, monkeypa
     torch.testing.assert_close(out.double().cpu(), ref, rtol=1e-5, atol=1e-5)
 
 
+
+@pytest.mark.parametrize("decode_keys", [1 << 16, 128, 1])  # one group; groups of a few sequences; one each
+@pytest.mark.parametrize("Hq,Hkv,D,block_size", [(8, 2, 64, 16), (6, 2, 48, 8), (4, 4, 32, 16)])
+def test_attention_ref_decode_batch_matches_sdpa(Hq, Hkv, D, block_size, decode_keys, monkeypatch):
+    """The reference's batched decode path: sequences padded to their group's longest context. Every cache slot
+    no sequence owns is NaN and the block tables are padded with out-of-range ids, so a padding key that leaked
+    into a result would show; a sequence without a query row in the step is skipped."""
+    monkeypatch.setattr(importlib.import_module("tachyon.kernels.attention"), "_REF_DECODE_KEYS", decode_keys)
+    gen = torch.Generator().manual_seed(2)
+    q, cache, meta, dense = make_batch(DECODE, Hq, Hkv, D, block_size, torch.float32, gen)
+    owned = torch.zeros(cache.shape[1] * block_size, dtype=torch.bool)
+    tables = meta["block_tables"].cpu()
+    for b, (c, n) in enumerate(DECODE):
+        ids = tables[b, : -(-(c + n) // block_size)].long()
+        slots = (ids[:, None] * block_size + torch.arange(block_size)).flatten()[: c + n]
+        owned[slots] = True
+    cache = cache.cpu()
+    cache[:, ~owned.view(-1, block_size)] = float("nan")
+    for b, (c, n) in enumerate(DECODE):
+        tables[b, -(-(c + n) // block_size):] = 10_000
+    meta["block_tables"] = tables.to(DEV)
+    out = K.attention_ref(q, cache.to(DEV), **meta)
+    ref = sdpa_oracle(q, dense, DECODE, Hq, Hkv)
+    torch.testing.assert_close(out.double().cpu(), ref, rtol=1e-5, atol=1e-5)
+    # sequence 2 has no query row this step: the rows of the others are unchanged and nothing else is written
+    qsl = meta["query_start_loc"].cpu().tolist()
+    skip = dict(meta, query_start_loc=torch.tensor(qsl[:3] + [v - 1 for v in qsl[3:]], dtype=torch.int32).to(DEV))
+    q_skip = torch.cat([q[:2], q[3:]])
+    part = K.attention_ref(q_skip, cache.to(DEV), **skip, out=torch.full_like(q_skip, float("nan")))
+    torch.testing.assert_close(part.double().cpu(), torch.cat([ref[:2], ref[3:]]), rtol=1e-5, atol=1e-5)
+
 @needs_triton
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("Hq,Hkv,D,splits", [(8, 2, 64, 1), (8, 2, 64, 3), (7, 1, 32, 0), (4, 4, 48, 2)])

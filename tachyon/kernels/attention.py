@@ -23,6 +23,7 @@ from tachyon.kernels.quant_fp8 import to_dot_dtype
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 _REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
+_REF_DECODE_KEYS = 1 << 16  # attention_ref's decode batches: sequences x padded keys gathered at a time
 
 
 def attention_ref(
@@ -37,8 +38,11 @@ def attention_ref(
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
 ) -> torch.Tensor:
-    """Plain torch: per sequence, gather K/V through the block table, fp32 softmax; queries `_REF_QUERY_ROWS` at a
-    time, so the score matrix stays [heads, 1024, keys] however long the step's prompt chunk."""
+    """Plain torch: gather K/V through the block table, fp32 softmax. A decode batch (max_query_len == 1) goes in
+    groups of sequences padded to the group's longest context (at most `_REF_DECODE_KEYS` padded keys a group, the
+    padding masked); otherwise one sequence
+    at a time, queries `_REF_QUERY_ROWS` at a time, so the score matrix stays [heads, 1024, keys] however long the
+    step's prompt chunk."""
     T, Hq, D = q.shape
     block_size, Hkv = kv_cache.shape[2], kv_cache.shape[3]
     G = Hq // Hkv
@@ -46,6 +50,9 @@ def attention_ref(
         out = torch.empty_like(q)
     starts = query_start_loc.tolist()
     lens = seq_lens.tolist()
+    if max_query_len == 1:
+        _decode_ref(q, kv_cache, starts, lens, block_tables, scale, out)
+        return out
     for b, S in enumerate(lens):
         s, e = starts[b], starts[b + 1]
         L = e - s
@@ -69,6 +76,51 @@ def attention_ref(
             o = torch.matmul(probs, vb)  # [Hkv, G, rows, D]
             out[s + r0:s + r1] = o.permute(2, 0, 1, 3).reshape(r1 - r0, Hq, D).to(out.dtype)
     return out
+
+
+def _decode_ref(q: torch.Tensor, kv_cache: torch.Tensor, starts: list[int], lens: list[int],
+                block_tables: torch.Tensor, scale: float, out: torch.Tensor) -> None:
+    """attention_ref for queries of one token each (a sequence with no query row is skipped). A group's padding
+    keys gather the sequence's own first key, so they are finite whatever the cache holds elsewhere; their scores
+    are masked, so they weigh exactly 0."""
+    T, Hq, D = q.shape
+    block_size, Hkv = kv_cache.shape[2], kv_cache.shape[3]
+    G = Hq // Hkv
+    k_rows, v_rows = kv_cache[0].reshape(-1, D), kv_cache[1].reshape(-1, D)  # row (slot * Hkv + head)
+    heads = torch.arange(Hkv, device=q.device)[None, :, None]
+    seqs = [b for b in range(len(lens)) if starts[b + 1] > starts[b]]
+    if len(seqs) == len(lens) == T and len(lens) * max(lens) <= _REF_DECODE_KEYS:  # the usual step: one group
+        groups = [(seqs, max(lens), block_tables, None)]
+    else:
+        groups = []
+        i = 0
+        while i < len(seqs):
+            j, longest = i + 1, lens[seqs[i]]
+            while j < len(seqs) and (j - i + 1) * max(longest, lens[seqs[j]]) <= _REF_DECODE_KEYS:
+                longest = max(longest, lens[seqs[j]])
+                j += 1
+            group = seqs[i:j]
+            groups.append((group, longest, block_tables[torch.tensor(group, device=q.device)],
+                           torch.tensor([starts[b] for b in group], device=q.device)))
+            i = j
+    for group, longest, tables, q_rows in groups:
+        g = len(group)
+        seq_len = torch.tensor([lens[b] for b in group], device=q.device)
+        pos = torch.arange(longest, device=q.device)
+        valid = pos[None, :] < seq_len[:, None]  # [g, S]
+        pos = torch.where(valid, pos, 0)
+        blocks = tables.long().gather(1, pos // block_size)
+        rows = ((blocks * block_size + pos % block_size)[:, None, :] * Hkv + heads).reshape(-1)
+        k = k_rows.index_select(0, rows).view(g, Hkv, longest, D).float()
+        v = v_rows.index_select(0, rows).view(g, Hkv, longest, D).float()
+        qg = (q if q_rows is None else q[q_rows]).float().reshape(g, Hkv, G, D)
+        scores = torch.matmul(qg, k.transpose(-1, -2)) * scale  # [g, Hkv, G, S]
+        scores.masked_fill_(~valid[:, None, None, :], float("-inf"))
+        o = torch.matmul(torch.softmax(scores, dim=-1), v).reshape(g, Hq, D).to(out.dtype)  # [g, Hkv, G, D]
+        if q_rows is None:
+            out.copy_(o)
+        else:
+            out[q_rows] = o
 
 
 # ----------------------------------------------------------------------------------------------
