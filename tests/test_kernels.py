@@ -294,15 +294,20 @@ def test_choose_kv_splits():
 # ---------------------------------------------------------------- store_kv
 
 
-@pytest.mark.parametrize("impl", ["ref", pytest.param("triton", marks=needs_triton)])
-def test_store_kv(impl):
+@pytest.mark.parametrize("impl,strided", [("ref", False), ("ref", True), pytest.param("triton", False,
+                                                                                  marks=needs_triton)])
+@pytest.mark.parametrize("skip", [True, False])
+def test_store_kv(impl, strided, skip):
+    """Slots -1 skipped; the reference also into a cache view with strides (its index_put branch)."""
     gen = torch.Generator().manual_seed(3)
     T, H, D, nb, bs = 11, 2, 24, 5, 4
     key = torch.randn(T, H, D, generator=gen).to(DEV)
     value = torch.randn(T, H, D, generator=gen).to(DEV)
     slots = torch.randperm(nb * bs, generator=gen)[:T].to(DEV)
-    slots[[2, 7]] = -1
-    cache = torch.randn(2, nb, bs, H, D, generator=gen).to(DEV)
+    if skip:
+        slots[[2, 7]] = -1
+    cache = torch.randn(2, nb, bs, H, D + 8 * strided, generator=gen).to(DEV)[..., :D]
+    assert cache.is_contiguous() != strided
     expect = cache.clone()
     for t in range(T):
         s = int(slots[t])
@@ -423,3 +428,19 @@ def test_compile_only_compiles_without_running():
     K.store_kv_ref(k, v, ref, slots)
     K.store_kv_triton(k, v, cache, slots)
     assert torch.equal(cache, ref)
+
+
+@needs_triton
+@pytest.mark.parametrize("pack,contig", [(True, False), (True, True), (False, False), (False, True)])
+def test_prefill_attention_variants_benchmark_kernel(pack, contig):
+    """benchmarks/gpu/prefill_attn_variants.py's experimental prefill kernel (packed GQA rows or one head per
+    program; K/V paged or contiguous) against the reference, so the forms it times compute attention."""
+    variants = importlib.import_module("benchmarks.gpu.prefill_attn_variants")
+    torch.manual_seed(0)
+    dtype = DTYPES[-1]  # bf16 on a GPU; fp32 under the interpreter
+    for hq, hkv in ((28, 4), (16, 8)):
+        c = variants.case(hq, hkv, [37, 70], torch.device(DEV), dtype)
+        ref = K.attention_ref(c["q"], c["cache"], c["qsl"], c["seq_lens"], c["table"], 70, 70, variants.D ** -0.5)
+        out = torch.full_like(c["q"], NAN)
+        variants.v2_fn(c, out, 64, 32, 4, 2, pack, contig)()
+        close(out, ref, dtype)

@@ -79,13 +79,13 @@ def test_sampling_distribution(case, impl):
     draw_ok(tokens, probs, n)
 
 
-@pytest.mark.parametrize("prefix", [1, 3, 6, 11])
+@pytest.mark.parametrize("prefixes", [(1,), (3,), (6,), (11,), (1, 6), (2, 3), (1, 2)])
 @pytest.mark.parametrize("case", [(1.0, 0, 0.7, 0.0), (0.6, 0, 0.9, 0.0), (1.0, 0, 0.5, 0.3), (2.0, 0, 0.95, 0.0)])
-def test_sampling_ref_top_p_prefix(monkeypatch, case, prefix):
-    """The reference sorts only the top REF_TOP_P_PREFIX tokens of a top-p row when their mass reaches top_p, else
-    the whole row: the draws follow the full-sort oracle either way."""
+def test_sampling_ref_top_p_prefix(monkeypatch, case, prefixes):
+    """The reference sorts only the top n tokens of a top-p row, the first n of REF_TOP_P_PREFIXES whose mass
+    reaches top_p, else the whole row: the draws follow the full-sort oracle either way."""
     sampling = importlib.import_module("tachyon.kernels.sampling")
-    monkeypatch.setattr(sampling, "REF_TOP_P_PREFIX", prefix)
+    monkeypatch.setattr(sampling, "REF_TOP_P_PREFIXES", prefixes)
     T, k, p, mp = case
     V, n = 12, 3000
     logits = torch.randn(V, generator=torch.Generator().manual_seed(7)) * 1.5
@@ -93,7 +93,8 @@ def test_sampling_ref_top_p_prefix(monkeypatch, case, prefix):
     s = logits.float() / T
     sorted_probs = torch.softmax(s, 0).sort(descending=True).values
     _, idx, _ = sampling._top_p_prefix(s, p)
-    assert len(idx) == (prefix if float(sorted_probs[:prefix].sum()) >= p + 1e-6 else V)
+    held = [n for n in prefixes if n < V and float(sorted_probs[:n].sum()) >= p + 1e-6]
+    assert len(idx) == (held[0] if held else V)
     tokens = K.sample_ref(logits.expand(n, V).contiguous(), **{k_: v.cpu() for k_, v in
                                                                  row_params(n, T, k, p, mp).items()})
     draw_ok(tokens, probs, n)

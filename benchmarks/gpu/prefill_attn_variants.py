@@ -119,16 +119,16 @@ def _v2_kernel(q_ptr, k_ptr, v_ptr, out_ptr, qsl_ptr, seq_lens_ptr, bt_ptr, qk_s
                  o.to(out_ptr.dtype.element_ty), mask=rmask[:, None])
 
 
-def case(hq: int, hkv: int, lens: list[int], dev: torch.device) -> dict:
+def case(hq: int, hkv: int, lens: list[int], dev: torch.device, dtype: torch.dtype = torch.bfloat16) -> dict:
     """Inputs of one prefill call: sequences of `lens` new tokens, pages in shuffled order; the same K/V also
     as contiguous [T, Hkv, D] tensors."""
     T = sum(lens)
     pages = [-(-n // PAGE) for n in lens]
     nblk = sum(pages) + 1
-    cache = torch.randn(2, nblk, PAGE, hkv, D, device=dev, dtype=torch.bfloat16)
+    cache = torch.randn(2, nblk, PAGE, hkv, D, device=dev, dtype=dtype)
     perm = torch.randperm(nblk - 1, device=dev).to(torch.int32) + 1
     table = torch.zeros(len(lens), max(pages), dtype=torch.int32, device=dev)
-    k = torch.empty(T, hkv, D, device=dev, dtype=torch.bfloat16)
+    k = torch.empty(T, hkv, D, device=dev, dtype=dtype)
     v = torch.empty_like(k)
     off = 0
     for i, (n, p) in enumerate(zip(lens, pages, strict=True)):
@@ -138,7 +138,7 @@ def case(hq: int, hkv: int, lens: list[int], dev: torch.device) -> dict:
         off += n
     qsl = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
     seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
-    q = torch.randn(T, hq, D, device=dev, dtype=torch.bfloat16)
+    q = torch.randn(T, hq, D, device=dev, dtype=dtype)
     return dict(q=q, cache=cache, table=table, k=k, v=v, qsl=qsl, seq_lens=seq_lens, lens=lens, hq=hq, hkv=hkv)
 
 

@@ -15,13 +15,23 @@ from tachyon.kernels.quant_fp8 import cast_to_cache, cast_to_cache_ref
 def store_kv_ref(
     key: torch.Tensor, value: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor
 ) -> None:
-    """Plain-torch store_kv (index_put on the cache; works for any cache strides)."""
+    """Plain-torch store_kv: index_copy_ into the cache's slot rows when the cache is contiguous, else index_put
+    (any strides)."""
     block_size = kv_cache.shape[2]
     keep = slot_mapping >= 0
-    slots = slot_mapping[keep]
+    if bool(keep.all()):
+        slots, key, value = slot_mapping, key, value
+    else:
+        slots, key, value = slot_mapping[keep], key[keep], value[keep]
+    key, value = cast_to_cache_ref(key, kv_cache.dtype), cast_to_cache_ref(value, kv_cache.dtype)
+    if kv_cache.is_contiguous():
+        rows = kv_cache.view(2, -1, *kv_cache.shape[3:])  # [2, slots, Hkv, D]
+        rows[0].index_copy_(0, slots.long(), key)
+        rows[1].index_copy_(0, slots.long(), value)
+        return
     blk, off = slots // block_size, slots % block_size
-    kv_cache[0, blk, off] = cast_to_cache_ref(key[keep], kv_cache.dtype)
-    kv_cache[1, blk, off] = cast_to_cache_ref(value[keep], kv_cache.dtype)
+    kv_cache[0, blk, off] = key
+    kv_cache[1, blk, off] = value
 
 
 @triton.jit
