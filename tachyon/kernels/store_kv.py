@@ -26,6 +26,8 @@ def store_kv_ref(
     key, value = cast_to_cache_ref(key, kv_cache.dtype), cast_to_cache_ref(value, kv_cache.dtype)
     if kv_cache.is_contiguous():
         rows = kv_cache.view(2, -1, *kv_cache.shape[3:])  # [2, slots, Hkv, D]
+        if kv_cache.element_size() == 1:  # index_copy_ has no float8 CPU kernel: copy the bytes
+            rows, key, value = rows.view(torch.uint8), key.view(torch.uint8), value.view(torch.uint8)
         rows[0].index_copy_(0, slots.long(), key)
         rows[1].index_copy_(0, slots.long(), value)
         return
