@@ -32,22 +32,13 @@ D, PAGE = 128, 16
 
 
 def case(hq: int, hkv: int, lens: list[int], dev: torch.device):
-    """Inputs of one prefill call: sequences of `lens` new tokens each, pages in shuffled order."""
-    T = sum(lens)
-    pages = [-(-n // PAGE) for n in lens]
-    nblk = sum(pages) + 1
-    cache = torch.randn(2, nblk, PAGE, hkv, D, device=dev, dtype=torch.bfloat16)
-    perm = torch.randperm(nblk - 1, device=dev).to(torch.int32) + 1
-    table = torch.zeros(len(lens), max(pages), dtype=torch.int32, device=dev)
-    off = 0
-    for i, p in enumerate(pages):
-        table[i, :p] = perm[off: off + p]
-        off += p
-    qsl = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
-    seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
-    q = torch.randn(T, hq, D, device=dev, dtype=torch.bfloat16)
-    out = torch.empty_like(q)
-    return lambda: attn.attention_triton(q, cache, qsl, seq_lens, table, max(lens), max(lens), D ** -0.5, out=out)
+    """One prefill call of the engine's kernel: sequences of `lens` new tokens each, pages in shuffled order
+    (prefill_attn_variants.case builds the inputs; imported here, as that module imports time_call from this one)."""
+    from benchmarks.gpu.prefill_attn_variants import case as inputs
+    from benchmarks.gpu.prefill_attn_variants import engine_fn
+
+    c = inputs(hq, hkv, lens, dev)
+    return engine_fn(c, torch.empty_like(c["q"]))
 
 
 def time_call(fn, calls: int = 10, replays: int = 20) -> float:

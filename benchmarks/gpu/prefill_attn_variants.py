@@ -130,12 +130,12 @@ def case(hq: int, hkv: int, lens: list[int], dev: torch.device, dtype: torch.dty
     table = torch.zeros(len(lens), max(pages), dtype=torch.int32, device=dev)
     k = torch.empty(T, hkv, D, device=dev, dtype=dtype)
     v = torch.empty_like(k)
-    off = 0
+    page0 = tok0 = 0
     for i, (n, p) in enumerate(zip(lens, pages, strict=True)):
-        table[i, :p] = perm[sum(pages[:i]): sum(pages[:i]) + p]
+        table[i, :p] = perm[page0: page0 + p]
         blocks = cache[:, table[i, :p].long()].reshape(2, p * PAGE, hkv, D)[:, :n]
-        k[off: off + n], v[off: off + n] = blocks[0], blocks[1]
-        off += n
+        k[tok0: tok0 + n], v[tok0: tok0 + n] = blocks[0], blocks[1]
+        page0, tok0 = page0 + p, tok0 + n
     qsl = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device=dev)
     seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
     q = torch.randn(T, hq, D, device=dev, dtype=dtype)
