@@ -255,9 +255,9 @@ def test_prefill_config_by_query_length(monkeypatch):
     """bf16 picks its tile by the step's longest query (small query tiles for short prompts); fp32 has one."""
     monkeypatch.delenv("TACHYON_PREFILL_TILE", raising=False)
     pick = attn_cfg.prefill_config
-    assert [pick("bf16", n)["BLOCK_M"] for n in (1, 32, 33, 64, 65, 256, 257, 2048, 2049, 100_000)] == [
-        16, 16, 16, 16, 32, 32, 64, 64, 64, 64]
-    assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 2048, 2049)] == [32, 64, 64, 32]
+    assert [pick("bf16", n)["BLOCK_M"] for n in (1, 32, 33, 64, 65, 256, 257, 1024, 1025, 2048, 2049, 100_000)] == [
+        16, 16, 16, 16, 32, 32, 64, 64, 128, 128, 128, 128]
+    assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 1024, 2048, 2049)] == [32, 64, 64, 64, 128]
     assert pick("fp32", 8) == pick("fp32", 4096) == attn_cfg.PREFILL_CONFIG_FP32
 
 

@@ -26,13 +26,17 @@ SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
 # from benchmarks/gpu/prefill_attn_sweep.py on an H200 (one sequence, no cached prefix, in-graph time per call,
 # Qwen3-0.6B / Qwen2.5-7B head layouts); the old single config (128, 32, 4, 3) took 11.1 / 10.8 us at 128
 # tokens against 5.9 / 7.2 here, 30.4 / 33.1 against 19.9 / 20.3 at 512, and 414.5 / 554.3 against
-# 362.9 / 553.5 at 4,096 (results in benchmarks/results/prefill_session10/).
+# 362.9 / 553.5 at 4,096 (results in benchmarks/results/prefill_session10/). Rows above 256 re-tuned for the
+# unmasked-interior kernel of stop 35 (benchmarks/gpu/prefill_attn_variants.py, benchmarks/results/session28/):
+# 64:64 for nano256-like batches of prompts <= 1,024 tokens, 128:64 x 8 warps to 2,048, 128:128 x 8 beyond
+# (Qwen2.5-7B 1 x 4,096 386.7 us, 1 x 16,384 5,279 us in that sweep's paged form).
 PREFILL_CONFIGS_BF16: tuple[tuple[int, dict], ...] = (
     (32, dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=2)),
     (64, dict(BLOCK_M=16, BLOCK_N=64, num_warps=4, num_stages=2)),
     (256, dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=2)),
-    (2048, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
-    (1 << 62, dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3)),
+    (1024, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
+    (2048, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
+    (1 << 62, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=2)),
 )
 PREFILL_CONFIG_FP32 = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
 
