@@ -231,7 +231,7 @@ def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):
 
 
 PREFILL_TILES = sorted({"{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**c)
-                        for _, c in attn_cfg.PREFILL_CONFIGS_BF16})
+                        for c in [c for _, c in attn_cfg.PREFILL_CONFIGS_BF16] + [attn_cfg.PREFILL_CONFIG_BF16_WIDE]})
 
 
 @needs_triton
@@ -252,13 +252,16 @@ def test_attention_prefill_table_configs(poison, monkeypatch, tile):
 
 
 def test_prefill_config_by_query_length(monkeypatch):
-    """bf16 picks its tile by the step's longest query (small query tiles for short prompts); fp32 has one."""
+    """bf16 picks its tile by the step's longest query (small query tiles for short prompts) and, past 1,024
+    tokens, by the packed group (the wide tile for groups of >= 4 heads); fp32 has one."""
     monkeypatch.delenv("TACHYON_PREFILL_TILE", raising=False)
     pick = attn_cfg.prefill_config
-    assert [pick("bf16", n)["BLOCK_M"] for n in (1, 32, 33, 64, 65, 256, 257, 1024, 1025, 2048, 2049, 100_000)] == [
-        16, 16, 16, 16, 32, 32, 64, 64, 128, 128, 128, 128]
-    assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 1024, 2048, 2049)] == [32, 64, 64, 64, 128]
-    assert pick("fp32", 8) == pick("fp32", 4096) == attn_cfg.PREFILL_CONFIG_FP32
+    lens = (1, 32, 33, 64, 65, 256, 257, 1024, 1025, 100_000)
+    assert [pick("bf16", n, 2)["BLOCK_M"] for n in lens] == [16, 16, 16, 16, 32, 32, 64, 64, 64, 64]
+    assert [pick("bf16", n, 8)["BLOCK_M"] for n in lens] == [16, 16, 16, 16, 32, 32, 64, 64, 128, 128]
+    assert [pick("bf16", n, 4)["num_warps"] for n in (1024, 1025)] == [4, 8]
+    assert [pick("bf16", n)["BLOCK_N"] for n in (32, 33, 1024, 1025)] == [32, 64, 64, 64]
+    assert pick("fp32", 8) == pick("fp32", 4096, 8) == attn_cfg.PREFILL_CONFIG_FP32
 
 
 def test_decode_early_exit_policy(monkeypatch):

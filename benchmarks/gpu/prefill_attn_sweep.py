@@ -78,7 +78,7 @@ def main() -> None:
                 except Exception as e:  # a config that cannot compile (shared memory) is reported, not fatal
                     row[key] = f"failed: {type(e).__name__}"
             os.environ.pop("TACHYON_PREFILL_TILE")
-            table = attn_cfg.prefill_config("bf16", max(lens))
+            table = attn_cfg.prefill_config("bf16", max(lens), 1 << (hq // hkv - 1).bit_length())
             row["table"] = row["{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**table)]
             res["us"][f"{shape} T={name}"] = row
             ok = {k: v for k, v in row.items() if isinstance(v, float) and k != "table"}

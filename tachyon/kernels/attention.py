@@ -429,8 +429,8 @@ def attention_triton(
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out
-    cfg = prefill_config(cfg_key, max_query_len)
     BLOCK_G = next_pow2(G)
+    cfg = prefill_config(cfg_key, max_query_len, BLOCK_G)
     BLOCK_Q = max(1, cfg["BLOCK_M"] // BLOCK_G, 16 // BLOCK_G)
     grid = (triton.cdiv(max_query_len, BLOCK_Q), B, Hkv)
     _prefill_kernel[grid](

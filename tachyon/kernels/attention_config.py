@@ -27,17 +27,20 @@ SPLIT_DECODE_CONFIG = dict(BLOCK_N=64, num_warps=4, num_stages=2)
 # Qwen3-0.6B / Qwen2.5-7B head layouts); the old single config (128, 32, 4, 3) took 11.1 / 10.8 us at 128
 # tokens against 5.9 / 7.2 here, 30.4 / 33.1 against 19.9 / 20.3 at 512, and 414.5 / 554.3 against
 # 362.9 / 553.5 at 4,096 (results in benchmarks/results/prefill_session10/). Rows above 256 re-tuned for the
-# unmasked-interior kernel of stop 35 (benchmarks/gpu/prefill_attn_variants.py, benchmarks/results/session28/):
-# 64:64 for nano256-like batches of prompts <= 1,024 tokens, 128:64 x 8 warps to 2,048, 128:128 x 8 beyond
-# (Qwen2.5-7B 1 x 4,096 386.7 us, 1 x 16,384 5,279 us in that sweep's paged form).
+# unmasked-interior kernel of stop 35 (benchmarks/gpu/prefill_attn_variants.py, benchmarks/results/session28/,
+# the engine kernel's own rows): 64:64 x 4 warps to 1,024 tokens; beyond, 128:64 x 8 warps where a KV head packs
+# >= 4 query heads (Qwen2.5-7B, G=7: 1 x 16,384 5,629 us against 6,213 with 64:64, 1 x 2,048 99.9 against 107.3)
+# and 64:64 where it packs fewer (Qwen3-0.6B, G=2: 1 x 2,048 71.3 against 87.0 with 128:64, 1 x 4,096 242.4
+# against 293.8). A 128-row tile holds 128 / BLOCK_G tokens: few when G is large, so the wide tile pays there.
 PREFILL_CONFIGS_BF16: tuple[tuple[int, dict], ...] = (
     (32, dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=2)),
     (64, dict(BLOCK_M=16, BLOCK_N=64, num_warps=4, num_stages=2)),
     (256, dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=2)),
-    (1024, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
-    (2048, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)),
-    (1 << 62, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=2)),
+    (1 << 62, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)),
 )
+PREFILL_WIDE_MIN_QUERY = 1025  # from this longest query, packed groups >= PREFILL_WIDE_MIN_GROUP take the wide tile
+PREFILL_WIDE_MIN_GROUP = 4
+PREFILL_CONFIG_BF16_WIDE = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)
 PREFILL_CONFIG_FP32 = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
 
 
@@ -62,9 +65,11 @@ def decode_split_align(block_n: int) -> int:
     return int(env)
 
 
-def prefill_config(key: str, max_query_len: int) -> dict:
-    """Launch configuration of the prefill/extend kernel for dtype `key` ("bf16" / "fp32") and the step's longest
-    query: the first PREFILL_CONFIGS_BF16 row whose limit it fits, or PREFILL_CONFIG_FP32.
+def prefill_config(key: str, max_query_len: int, group: int = 1) -> dict:
+    """Launch configuration of the prefill/extend kernel for dtype `key` ("bf16" / "fp32"), the step's longest
+    query and `group`, the query heads a KV head packs (padded to a power of 2): PREFILL_CONFIG_BF16_WIDE for long
+    queries of wide groups, else the first PREFILL_CONFIGS_BF16 row whose limit the query fits; fp32 has
+    PREFILL_CONFIG_FP32.
     TACHYON_PREFILL_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages overrides it (an A/B knob, read per launch: a CUDA
     graph keeps what was in force at capture)."""
     env = os.environ.get("TACHYON_PREFILL_TILE", "")
@@ -77,6 +82,8 @@ def prefill_config(key: str, max_query_len: int) -> dict:
         return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
     if key == "fp32":
         return PREFILL_CONFIG_FP32
+    if max_query_len >= PREFILL_WIDE_MIN_QUERY and group >= PREFILL_WIDE_MIN_GROUP:
+        return PREFILL_CONFIG_BF16_WIDE
     return next(cfg for limit, cfg in PREFILL_CONFIGS_BF16 if max_query_len <= limit)
 
 
