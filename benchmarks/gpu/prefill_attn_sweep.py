@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 from benchmarks.gpu.profile_step import graph_replay_ms  # noqa: E402
+from tachyon.kernels._triton import next_pow2  # noqa: E402
 
 attn = importlib.import_module("tachyon.kernels.attention")  # the module (tachyon.kernels.attention is a function)
 attn_cfg = importlib.import_module("tachyon.kernels.attention_config")
@@ -78,7 +79,7 @@ def main() -> None:
                 except Exception as e:  # a config that cannot compile (shared memory) is reported, not fatal
                     row[key] = f"failed: {type(e).__name__}"
             os.environ.pop("TACHYON_PREFILL_TILE")
-            table = attn_cfg.prefill_config("bf16", max(lens), 1 << (hq // hkv - 1).bit_length())
+            table = attn_cfg.prefill_config("bf16", max(lens), next_pow2(hq // hkv))  # the kernel's BLOCK_G
             row["table"] = row["{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**table)]
             res["us"][f"{shape} T={name}"] = row
             ok = {k: v for k, v in row.items() if isinstance(v, float) and k != "table"}
