@@ -1,12 +1,14 @@
 """GPU check and timing of the graphed mixed step (engine/mixed_graph.py): on a dummy model of each shape, D
-requests decoding and one new prompt of C tokens make a mixed step. Its graph replay's logits (every request's row)
+requests decoding and one or two new prompts make a mixed step (a pair D:C; D:C1+C2 for two prompts; D:C~K cuts the
+last prompt's chunk to K tokens, short of its end). Its graph replay's logits (every request's row)
 must equal the same padded step run eagerly (relative error <= 1e-3), and their distance from the plain eager step
 (whose decode rows take the prefill kernel) must be no larger than 1.5x the decode graph's own distance from it on
 the same rows. Both are timed (wall, synchronized, median of --reps), beside the decode graph of the D decodes.
 Also records the engine's start-up phases and its number of mixed graphs. Writes mixed_check.json under --out;
 exits 1 on a failure.
 
-Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_check.py --out DIR [--shapes ...] [--steps 144:560,...]
+Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_check.py --out DIR [--shapes ...]
+                                      [--steps 144:560,200:40+48,250:300~70,...]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def _timed(fn, reps: int) -> tuple[float, object]:
 
 
 @torch.inference_mode()
-def check_step(llm: LLM, decodes: int, chunk: int, reps: int, seed: int) -> dict:
+def check_step(llm: LLM, decodes: int, chunks: list[int], cut: int | None, reps: int, seed: int) -> dict:
     eng, r = llm.engine, llm.engine.runner
     rng = random.Random(seed)
     ids = []
@@ -50,11 +52,14 @@ def check_step(llm: LLM, decodes: int, chunk: int, reps: int, seed: int) -> dict
         ids.append(rid)
     while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
         eng.step()
-    eng.add_request(f"c{seed}", [rng.randrange(3, 30000) for _ in range(chunk)], SamplingParams(max_tokens=4))
-    ids.append(f"c{seed}")
+    for j, chunk in enumerate(chunks):
+        eng.add_request(f"c{seed}_{j}", [rng.randrange(3, 30000) for _ in range(chunk)], SamplingParams(max_tokens=4))
+        ids.append(f"c{seed}_{j}")
     sched = eng.scheduler.schedule()
+    if cut is not None:  # the last chunk stops short of its prompt's end (its blocks cover more: harmless)
+        sched.num_new_tokens[-1] = cut
     mixed = r.mixed_graphs
-    row = dict(decodes=decodes, chunk=chunk, num_new_tokens_tail=sched.num_new_tokens[-3:])
+    row = dict(decodes=decodes, chunks=chunks, cut=cut, num_new_tokens_tail=sched.num_new_tokens[-3:])
     if mixed is None or not mixed.fits(sched):
         row["error"] = "the step does not fit a mixed graph"
         for rid in ids:
@@ -73,7 +78,11 @@ def check_step(llm: LLM, decodes: int, chunk: int, reps: int, seed: int) -> dict
         return r.model.compute_logits(hidden[batch.logits_rows]).float()
 
     eager_ms, ref = _timed(eager, reps)
-    decode_ms, (dec_logits, _) = _timed(lambda: r.graphs.run(sched.requests[:-1], [-1] * decodes), reps)
+    # the eager step has logits only for the requests that sample (a cut chunk does not)
+    sampling = [i for i, (q, n) in enumerate(zip(sched.requests, sched.num_new_tokens))
+                if q.num_computed_tokens + n == q.num_tokens]
+    logits, tokens, padded = logits[sampling], tokens[sampling], padded[sampling]
+    decode_ms, (dec_logits, _) = _timed(lambda: r.graphs.run(sched.requests[:decodes], [-1] * decodes), reps)
 
     def rel(a, b):
         return ((a - b).norm() / b.norm()).item()
@@ -99,7 +108,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--shapes", default="qwen3-0.6b,qwen2.5-7b")
-    ap.add_argument("--steps", default="8:200,144:560,144:1000,250:300", help="decodes:chunk pairs")
+    ap.add_argument("--steps", default="8:200,144:560,144:1000,250:300,200:40+48,130:300~70,250:30+200~20",
+                    help="decodes:chunk pairs (module docstring)")
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     out = Path(args.out)
@@ -117,8 +127,10 @@ def main() -> None:
         print(f"{shape}: start-up {startup:.1f} s {llm.engine.startup}, {entry['mixed_graphs']} mixed graphs",
               flush=True)
         for i, pair in enumerate(args.steps.split(",")):
-            d, c = (int(x) for x in pair.split(":"))
-            row = check_step(llm, d, c, args.reps, seed=i)
+            d, rest = pair.split(":")
+            rest, _, cut = rest.partition("~")
+            row = check_step(llm, int(d), [int(c) for c in rest.split("+")], int(cut) if cut else None, args.reps,
+                             seed=i)
             print(f"  {row}", flush=True)
             ok = ok and row.get("ok", False)
             entry["steps"].append(row)

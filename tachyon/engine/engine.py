@@ -101,6 +101,8 @@ class LLMEngine:
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark, policy=config.scheduling_policy)
+        if self.runner.mixed_graphs is not None:  # flat: fill steps to sizes the mixed graphs hold unpadded
+            self.scheduler.chunk_fit = self.runner.mixed_graphs.tight_chunk
         self.overlap = config.overlap_scheduling
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
@@ -229,9 +231,9 @@ class LLMEngine:
         """Run one scheduled batch; outputs for every request that produced a token or finished
         (`finished_only`: only for finished ones — offline use, saves per-step host work).
 
-        Overlap scheduling: a pure decode batch, or a prefill step in which every request draws its
-        next token, is launched asynchronously and the previous launched step's tokens are processed on
-        the host while it runs; its outputs appear one call later.
+        Overlap scheduling: a pure decode batch, a prefill step in which every request draws its
+        next token, or a graphed mixed step is launched asynchronously and the previous launched
+        step's tokens are processed on the host while it runs; its outputs appear one call later.
         A request finished by one of those tokens (a stop token; not max_tokens, whose last step the
         scheduler does not repeat) computed one wasted token, which is discarded."""
         sched = self.scheduler.schedule()
@@ -243,7 +245,8 @@ class LLMEngine:
             pending = self.runner.launch(sched)
             for req, n in zip(sched.requests, sched.num_new_tokens):
                 req.num_computed_tokens += n
-                req.add_placeholder()
+                if req.num_computed_tokens == req.num_tokens:  # reached its last token: it draws (a chunk short
+                    req.add_placeholder()  # of its prompt's end, in a mixed step, does not)
             outs = self._drain(finished_only)
             self._pending = pending
             return outs

@@ -1,27 +1,30 @@
-"""Mixed steps (running decodes plus one prompt chunk) as CUDA graphs, one per (decode bucket, chunk bucket).
+"""Mixed steps (running decodes plus one or two prompt chunks) as CUDA graphs, one per (decode bucket, chunk bucket).
 
 Why: a request admitted beside running decodes makes a mixed step. Eager, it launches ~15 kernels per layer
 from Python: on a slow host a 7B mixed step of a few hundred prompt tokens is bound by those launches (20-55 ms
 on the H200's host, against ~7 ms for a graphed decode step), and every running request waits for it. A replay
 costs one launch.
 
-Layout of a padded step of key (D, C): rows [0, D) are decode rows, one per sequence (real ones first, then
-padding rows that attend to one garbage key and store nothing); rows [D, D + C) are the chunk's tokens (real ones
-first, then padding tokens that belong to no sequence and store nothing). Attention runs in two parts into one
-output: the decode kernel over the D decode sequences, the prefill kernel over the chunk (its query_start_loc
-indexes the full batch). Sample rows: one per request in the step's order (decode rows, then the chunk's last
-token), then greedy padding rows.
+Layout of a padded step of key (D, C) with d real decode rows: rows [0, d) are the decode rows, one per sequence;
+the chunks' tokens follow at once, from row d (the first chunk's, then the second's), and padding tokens that belong
+to no sequence and store nothing fill the rows up to D + C. So a step holds up to D + C - d chunk tokens: the decode
+bucket's padding rows carry prompt tokens instead of garbage (`capacity`). Attention runs in two parts into one
+output, in this order: the decode kernel over D sequences (rows [0, D): sequences [d, D) are padding that attend to
+one garbage key), then the prefill kernel over the MAX_CHUNKS chunk sequences (an absent chunk has no query rows),
+which overwrites the rows from d on that the decode part wrote as padding. Sample rows: one per request in the
+step's order (decode rows, then each chunk's last token), then greedy padding rows.
 
-Contract: `fits(sched)` says whether a step can replay a graph: every request but the last decodes one token
-(at its last position), the last schedules a chunk of 2..max_chunk tokens, there are at most max_decodes
-decodes, and no request wants prompt logprobs. `run(sched, src_rows)` fills, uploads and replays; it returns
+Contract: `fits(sched)` says whether a step can replay a graph: its requests are d >= 1 decodes (one token each, at
+its last position), then one or two chunks of prompt tokens (`is_chunk`), d <= max_decodes, the chunks' tokens fit
+`capacity(d)`, and no request wants prompt logprobs. `run(sched, src_rows)` fills, uploads and replays; it returns
 the logits and drawn token of each request's last scheduled token ([n, V] fp32, [n] int64 on the device, valid
-until the next run), whether or not the chunk's request samples this step. `src_rows[i] >= 0`: decode request
-i's input token is still on the device, at that row of `last_tokens` (overlap scheduling). The drawn tokens are
-written into the first rows of `last_tokens` (int64, at least max_decodes + 1 long; the runner's overlap feed).
-The graphs read only the staging buffers owned here and the KV cache bound to the model: capture after the
-cache is allocated, never free it. Without graphs (`use_graphs=False`, or a non-CUDA device) `run` executes
-the same padded step eagerly, which is what CPU tests check.
+until the next run), whether or not a chunk's request samples this step (a chunk short of its prompt's end draws a
+token nobody reads). `src_rows[i] >= 0`: decode request i's input token is still on the device, at that row of
+`last_tokens` (overlap scheduling). The drawn tokens are written into the first rows of `last_tokens` (int64, at
+least max_decodes + MAX_CHUNKS long; the runner's overlap feed). The graphs read only the staging buffers owned here
+and the KV cache bound to the model: capture after the cache is allocated, never free it. Without graphs
+(`use_graphs=False`, or a non-CUDA device) `run` executes the same padded step eagerly, which is what CPU tests
+check.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from tachyon.engine.step_graphs import StepGraphs
 # decodes ran as 1,184 rows (H200, Qwen2.5-7B: 29.9 ms, the eager step 23.2; benchmarks/results/session21/)
 DECODE_BUCKETS = (8, 16, 32, 64, 96, 128, 160, 192, 224, 256)
 CHUNK_BUCKETS = (64, 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024)
+# a step's chunk sequences: the end of one prompt and the start of the next, so a scheduler that fills a step to
+# its capacity (the "flat" policy) pads only at a workload's last prompt
+MAX_CHUNKS = 2
 
 
 def _buckets(candidates: tuple[int, ...], limit: int) -> list[int]:
@@ -56,17 +62,17 @@ class MixedGraphRunner(StepGraphs):
         if max_decodes < 1 or max_chunk < 2:
             raise ValueError(f"mixed graphs need max_decodes >= 1 and max_chunk >= 2, got {max_decodes}, {max_chunk}")
         super().__init__(model, max_model_len=max_model_len, block_size=block_size, device=device,
-                         last_tokens=last_tokens, sample_rows=max_decodes + 1, use_graphs=use_graphs)
+                         last_tokens=last_tokens, sample_rows=max_decodes + MAX_CHUNKS, use_graphs=use_graphs)
         self.decode_buckets = _buckets(DECODE_BUCKETS, max_decodes)
         self.chunk_buckets = _buckets(CHUNK_BUCKETS, max_chunk)
         self.max_decodes, self.max_chunk = max_decodes, max_chunk
-        T, S, MB = max_decodes + max_chunk, max_decodes + 1, -(-max_model_len // block_size)
+        T, S, MB = max_decodes + max_chunk, max_decodes + MAX_CHUNKS, -(-max_model_len // block_size)
         i64, i32, f32 = torch.int64, torch.int32, torch.float32
-        # sequences: decode rows 0..D-1, the chunk at D (seq_lens, block_tables); sample rows: one per request
+        # sequences: decode rows 0..D-1, the chunks at D, D+1 (seq_lens, block_tables); sample rows: one per request
         self.staging = StagingBuffers(
             [(n, i64, (T,)) for n in ("input_ids", "positions", "slots", "src")]
             + [(n, i64, (S,)) for n in ("rows", "seeds", "steps")]
-            + [("chunk_qsl", i32, (2,))]
+            + [("chunk_qsl", i32, (MAX_CHUNKS + 1,))]
             + [(n, i32, (S,)) for n in ("seq_lens", "top_k")]
             + [(n, f32, (S,)) for n in ("temperature", "top_p", "min_p")]
             + [("block_tables", i32, (S, MB))], device)
@@ -92,32 +98,67 @@ class MixedGraphRunner(StepGraphs):
         return sorted({(d, x) for x in self.chunk_buckets} | {(x, c) for x in self.decode_buckets})
 
     # ---- eligibility and buckets --------------------------------------------------------------
+    @staticmethod
+    def is_chunk(req, n: int) -> bool:
+        """A scheduled piece of prompt, not a decode row (one token at the request's last position)."""
+        return n != 1 or req.num_computed_tokens != req.num_tokens - 1
+
+    def decode_bucket(self, d: int) -> int:
+        return next(b for b in self.decode_buckets if b >= d)
+
+    def capacity(self, d: int) -> int:
+        """Most chunk tokens a step with d (1..max_decodes) decode rows can hold."""
+        return self.decode_bucket(d) + self.max_chunk - d
+
+    def tight_chunk(self, d: int, want: int) -> int:
+        """The chunk-token count nearest `want` (ties: the larger) that fills a key beside d decode rows with no
+        padding: decode_bucket(d) + C - d for a chunk bucket C. `want` itself when d is out of range or `want` is
+        past the capacity (that step runs eagerly, or pads)."""
+        if not 1 <= d <= self.max_decodes or want > self.capacity(d):
+            return want
+        base = self.decode_bucket(d) - d
+        return min((base + c for c in self.chunk_buckets), key=lambda n: (abs(n - want), -n))
+
     def fits(self, sched: SchedulerOutput) -> bool:
         reqs, n = sched.requests, sched.num_new_tokens
-        if len(reqs) < 2 or len(reqs) - 1 > self.max_decodes or not 2 <= n[-1] <= self.max_chunk:
+        d = 0
+        while d < len(reqs) and not self.is_chunk(reqs[d], n[d]):
+            d += 1
+        if not 1 <= d <= self.max_decodes or not 1 <= len(reqs) - d <= MAX_CHUNKS:
             return False
-        for r, k in zip(reqs[:-1], n[:-1]):
-            if k != 1 or r.num_computed_tokens != r.num_tokens - 1:
-                return False
+        if not all(self.is_chunk(r, k) for r, k in zip(reqs[d:], n[d:])) or sum(n[d:]) > self.capacity(d):
+            return False
         return not any(r.wants_prompt_logprobs() for r in reqs)
 
+    @staticmethod
+    def num_decodes(sched: SchedulerOutput) -> int:
+        """Decode rows of a step that `fits`: every request but its trailing chunks."""
+        reqs, n = sched.requests, sched.num_new_tokens
+        d = len(reqs)
+        while d > 0 and MixedGraphRunner.is_chunk(reqs[d - 1], n[d - 1]):
+            d -= 1
+        return d
+
     def key_for(self, sched: SchedulerOutput) -> tuple[int, int]:
-        d, c = len(sched.requests) - 1, sched.num_new_tokens[-1]
-        return next(b for b in self.decode_buckets if b >= d), next(b for b in self.chunk_buckets if b >= c)
+        d = self.num_decodes(sched)
+        dpad, tokens = self.decode_bucket(d), sum(sched.num_new_tokens[d:])
+        return dpad, next(c for c in self.chunk_buckets if dpad + c - d >= tokens)
 
     # ---- the step -----------------------------------------------------------------------------
     def _meta(self, d: int, c: int) -> AttentionMetadata:
-        buf = self.buf
+        """Key (d, c)'s two attention parts (module docstring): the decode part over rows and sequences [0, d), the
+        chunk part over sequences [d, d + MAX_CHUNKS) whose rows chunk_qsl places anywhere in [0, d + c)."""
+        buf, k, t = self.buf, MAX_CHUNKS, d + c
         decode = AttentionMetadata(self.decode_qsl[: d + 1], buf["seq_lens"][:d], buf["slots"][:d],
                                    buf["block_tables"][:d], 1, self.max_model_len, True)
-        chunk = AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][d: d + 1], buf["slots"][d: d + c],
-                                  buf["block_tables"][d: d + 1], c, self.max_model_len, False)
-        return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + 1], buf["slots"][: d + c],
-                                 buf["block_tables"][: d + 1], c, self.max_model_len, False, parts=(decode, chunk))
+        chunk = AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][d: d + k], buf["slots"][:t],
+                                  buf["block_tables"][d: d + k], t, self.max_model_len, False)
+        return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + k], buf["slots"][:t],
+                                 buf["block_tables"][: d + k], t, self.max_model_len, False, parts=(decode, chunk))
 
     def _step(self, d: int, c: int) -> torch.Tensor:
         buf = self.buf
-        t, s = d + c, d + 1
+        t, s = d + c, d + MAX_CHUNKS
         x = kernels.embed_step(self.model.embed_tokens.weight, buf["input_ids"][:t], buf["src"][:t], self.last_tokens)
         hidden = self.model(None, buf["positions"][:t], self._meta(d, c), inputs_embeds=x)
         logits = self.logits[:s]
@@ -130,8 +171,8 @@ class MixedGraphRunner(StepGraphs):
         h = self.staging.host()
         bsz = self.block_size
         reqs = sched.requests
-        d = len(reqs) - 1
-        for i, r in enumerate(reqs[:-1]):
+        d = self.num_decodes(sched)
+        for i, r in enumerate(reqs[:d]):
             pos = r.num_tokens - 1
             h["input_ids"][i] = r.token_ids[pos]
             h["positions"][i] = pos
@@ -140,38 +181,44 @@ class MixedGraphRunner(StepGraphs):
             h["rows"][i] = i
             h["seq_lens"][i] = pos + 1
             h["block_tables"][i, : len(r.block_ids)] = r.block_ids
-        # padding decode rows: attend to one (garbage) key, store nothing
-        for name, value in (("input_ids", 0), ("positions", 0), ("slots", -1), ("src", -1)):
-            h[name][d:d_pad] = value
+        # padding decode sequences (their rows hold chunk or padding tokens): attend to one garbage key
         h["seq_lens"][d:d_pad] = 1
         h["block_tables"][d:d_pad, 0] = 0
-        r, c = reqs[-1], sched.num_new_tokens[-1]
-        start, end = r.num_computed_tokens, r.num_computed_tokens + c
-        pos = np.arange(start, end, dtype=np.int64)
-        blocks = np.asarray(r.block_ids, dtype=np.int64)
-        lo, hi = d_pad, d_pad + c
-        h["input_ids"][lo:hi] = r.token_ids[start:end]
-        h["positions"][lo:hi] = pos
-        h["slots"][lo:hi] = blocks[pos // bsz] * bsz + pos % bsz
-        h["src"][lo:hi] = -1
+        lo = d
+        qsl = [lo]
+        for j, (r, c) in enumerate(zip(reqs[d:], sched.num_new_tokens[d:])):
+            start, end = r.num_computed_tokens, r.num_computed_tokens + c
+            pos = np.arange(start, end, dtype=np.int64)
+            blocks = np.asarray(r.block_ids, dtype=np.int64)
+            hi = lo + c
+            h["input_ids"][lo:hi] = r.token_ids[start:end]
+            h["positions"][lo:hi] = pos
+            h["slots"][lo:hi] = blocks[pos // bsz] * bsz + pos % bsz
+            h["src"][lo:hi] = -1
+            h["seq_lens"][d_pad + j] = end
+            h["block_tables"][d_pad + j, : len(blocks)] = blocks
+            h["rows"][d + j] = hi - 1
+            lo = hi
+            qsl.append(hi)
+        k = len(qsl) - 1
         for name, value in (("input_ids", 0), ("positions", 0), ("slots", -1), ("src", -1)):
-            h[name][hi: d_pad + c_pad] = value  # padding tokens: no sequence, no store
-        h["chunk_qsl"][:] = (lo, hi)
-        h["seq_lens"][d_pad] = end
-        h["block_tables"][d_pad, : len(blocks)] = blocks
-        h["rows"][d] = hi - 1
+            h[name][lo: d_pad + c_pad] = value  # padding tokens: no sequence, no store
+        qsl += [lo] * (MAX_CHUNKS - k)  # absent chunks: no query rows
+        h["chunk_qsl"][:] = qsl
+        h["seq_lens"][d_pad + k: d_pad + MAX_CHUNKS] = 1
+        h["block_tables"][d_pad + k: d_pad + MAX_CHUNKS, 0] = 0
         for i, q in enumerate(reqs):
             p = q.params
             h["temperature"][i], h["top_k"][i], h["top_p"][i], h["min_p"][i] = p.temperature, p.top_k, p.top_p, p.min_p
             h["seeds"][i], h["steps"][i] = q.sample_seed, q.num_sampled
-        self._pad_samples(h, d + 1, d_pad + 1)
-        self.staging.upload_rows("block_tables", d_pad + 1)
+        self._pad_samples(h, d + k, d_pad + MAX_CHUNKS)
+        self.staging.upload_rows("block_tables", d_pad + MAX_CHUNKS)
 
     def run(self, sched: SchedulerOutput, src_rows: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Replay (or run eagerly) the padded step; see the module contract."""
         n = len(sched.requests)
         key = self.key_for(sched)
-        self._fill(sched, src_rows or [-1] * (n - 1), *key)
+        self._fill(sched, src_rows or [-1] * self.num_decodes(sched), *key)
         return self._replay(key, n)
 
     # ---- capture (StepGraphs.capture) ---------------------------------------------------------
@@ -185,5 +232,5 @@ class MixedGraphRunner(StepGraphs):
             h["seq_lens"][:] = 1
             h["block_tables"][:, 0] = 0
             h["chunk_qsl"][:] = 0
-            self._pad_samples(h, 0, self.max_decodes + 1)
+            self._pad_samples(h, 0, self.max_decodes + MAX_CHUNKS)
             self.staging.upload()

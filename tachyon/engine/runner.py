@@ -4,9 +4,9 @@ Contract: `execute` gets a non-empty SchedulerOutput whose requests already hold
 scheduled token; it returns one token (and logprobs if asked) per request whose chunk reached its
 last token, and fills prompt logprobs for requests that asked. It never touches the block pool.
 `launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
-batch, a prefill step in which every request samples, or a graphed mixed step whose chunk completes its prompt;
-in each case every request draws one token. The one-time CUDA start-up (warm-up, memory profile, cache and
-graph capture) is runner_startup.RunnerStartup's.
+batch, a prefill step in which every request samples, or a graphed mixed step (whose chunks may stop short of
+their prompts' ends); every request whose scheduled tokens reach its last token draws one token. The one-time
+CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_startup.RunnerStartup's.
 """
 
 from __future__ import annotations
@@ -40,14 +40,16 @@ def prune_last_layer() -> bool:
 class PendingStep:
     """A launched step whose sampled tokens (one per request) are still in flight to the host."""
 
-    requests: list[Request]
-    host_tokens: torch.Tensor
+    requests: list[Request]  # those that draw a token, in the step's order
+    host_tokens: torch.Tensor  # one row per scheduled request
     event: torch.cuda.Event | None
+    rows: list[int] | None = None  # each drawing request's row of host_tokens; None: row i is requests[i]'s
 
     def tokens(self) -> list[int]:
         if self.event is not None:
             self.event.synchronize()
-        return self.host_tokens.tolist()
+        values = self.host_tokens.tolist()
+        return values if self.rows is None else [values[i] for i in self.rows]
 
 
 @dataclass
@@ -89,11 +91,13 @@ class ModelRunner(RunnerStartup):
         self.mixed_graph_tokens = (mixed_graph_tokens if self.use_cuda_graphs and mixed_graph_tokens >= 2
                                    and max_num_seqs >= 2 else 0)
         self.mixed_graphs = None
-        # overlap feed: the last decode step's sampled tokens stay on the device; rows by request
-        self.last_tokens = torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, device=device)
+        # overlap feed: the last decode step's sampled tokens stay on the device; rows by request (one more than
+        # max_num_seqs: a mixed step of max_num_seqs - 1 decodes has a second chunk's sample row)
+        rows = max(max_num_seqs, 1) + 1
+        self.last_tokens = torch.zeros(rows, dtype=torch.int64, device=device)
         self._prev_rows: dict[int, int] = {}
         pin = device.type == "cuda"
-        self._host_tokens = [torch.zeros(max(max_num_seqs, 1), dtype=torch.int64, pin_memory=pin) for _ in range(2)]
+        self._host_tokens = [torch.zeros(rows, dtype=torch.int64, pin_memory=pin) for _ in range(2)]
         # one completion event per host-token buffer, recorded again at each launch that takes the buffer (no
         # per-step event objects). A launch reuses the set of the launch two before, whose PendingStep the
         # engine has drained by then (it drains each step's tokens in the call that launches the next).
@@ -145,8 +149,8 @@ class ModelRunner(RunnerStartup):
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
-        `_prefill_launchable`), or a graphed mixed step whose chunk reaches its prompt's end (`_mixed_launchable`),
-        whose sampling needs no host-side logits work."""
+        `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose sampling needs no host-side
+        logits work."""
         if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
         for r in sched.requests:
@@ -159,12 +163,9 @@ class ModelRunner(RunnerStartup):
         return True
 
     def _mixed_launchable(self, sched: SchedulerOutput) -> bool:
-        """A mixed graph fits and its chunk reaches its request's last token: each request draws one token. The
-        decode rows' pending tokens are read on the device (`can_launch` checks they are the last step's)."""
-        if self.mixed_graphs is None or not self.mixed_graphs.fits(sched):
-            return False
-        r, n = sched.requests[-1], sched.num_new_tokens[-1]
-        return r.num_pending == 0 and r.num_computed_tokens + n == r.num_tokens
+        """A mixed graph fits: the decode rows' pending tokens are read on the device (`can_launch` checks they are
+        the last step's); a chunk's tokens are all on the host; only chunks that reach their prompt's end draw."""
+        return self.mixed_graphs is not None and self.mixed_graphs.fits(sched)
 
     def _prefill_launchable(self, sched: SchedulerOutput) -> bool:
         """Every chunk reaches its request's last token (so each request draws one token), no token is pending
@@ -196,7 +197,11 @@ class ModelRunner(RunnerStartup):
         host[:bs].copy_(self.last_tokens[:bs], non_blocking=True)
         if event is not None:
             event.record()
-        return PendingStep(list(reqs), host[:bs], event)
+        rows = [i for i, (r, n) in enumerate(zip(reqs, sched.num_new_tokens))
+                if r.num_computed_tokens + n == r.num_tokens]
+        if len(rows) == bs:
+            return PendingStep(list(reqs), host[:bs], event)
+        return PendingStep([reqs[i] for i in rows], host[:bs], event, rows)
 
     def _launch_decode(self, sched: SchedulerOutput) -> None:
         """A request whose last token is still pending takes it from the previous step's row of last_tokens."""
@@ -215,7 +220,8 @@ class ModelRunner(RunnerStartup):
     def _launch_mixed(self, sched: SchedulerOutput) -> None:
         """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row."""
         self.num_mixed_launched += 1
-        src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in sched.requests[:-1]]
+        src = [self._prev_rows[id(r)] if r.num_pending else -1
+               for r in sched.requests[: self.mixed_graphs.num_decodes(sched)]]
         self.mixed_graphs.run(sched, src)  # its sampler writes last_tokens[:len(requests)]
 
     def _launch_prefill(self, sched: SchedulerOutput) -> None:

@@ -61,7 +61,7 @@ def test_padded_mixed_step_matches_unpadded(tiny_qwen3):
     r = eng.runner
     mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
                              block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                             last_tokens=torch.zeros(9, dtype=torch.int64), use_graphs=False)
+                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
     mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
     assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
     logits, tokens = mixed.run(sched)
@@ -127,7 +127,7 @@ def test_fits_only_eligible_steps(tiny_qwen3):
     r = eng.runner
     mixed = MixedGraphRunner(r.model, max_decodes=3, max_chunk=12, max_model_len=r.max_model_len,
                              block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                             last_tokens=torch.zeros(4, dtype=torch.int64), use_graphs=False)
+                             last_tokens=torch.zeros(5, dtype=torch.int64), use_graphs=False)
     reqs, n = sched.requests, sched.num_new_tokens
     assert mixed.fits(sched)
     assert not mixed.fits(SchedulerOutput(reqs[:3], n[:3])), "decode-only steps belong to the decode graphs"
@@ -136,16 +136,16 @@ def test_fits_only_eligible_steps(tiny_qwen3):
     assert not mixed.fits(SchedulerOutput(reqs, n[:3] + [13])), "over the chunk bucket"
     small = MixedGraphRunner(r.model, max_decodes=2, max_chunk=12, max_model_len=r.max_model_len,
                              block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                             last_tokens=torch.zeros(4, dtype=torch.int64), use_graphs=False)
+                             last_tokens=torch.zeros(5, dtype=torch.int64), use_graphs=False)
     assert not small.fits(sched), "over the decode bucket"
     reqs[0].prompt_logprobs = []
     assert not mixed.fits(sched), "prompt logprobs need every position's hidden state"
     reqs[0].prompt_logprobs = None
     for rid in ("d0", "d1", "d2", "c"):
         eng.abort(rid)
-    with pytest.raises(ValueError, match="at least 5 rows"):
+    with pytest.raises(ValueError, match="at least 6 rows"):  # 4 decodes' and 2 chunks' sample rows
         MixedGraphRunner(r.model, max_decodes=4, max_chunk=12, max_model_len=r.max_model_len, block_size=4,
-                         vocab_size=r.spec.vocab_size, device=r.device, last_tokens=torch.zeros(4, dtype=torch.int64))
+                         vocab_size=r.spec.vocab_size, device=r.device, last_tokens=torch.zeros(5, dtype=torch.int64))
 
 
 def test_prefill_graph_first_unless_decode_inputs_are_pending(tiny_qwen3):
