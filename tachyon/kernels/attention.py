@@ -29,7 +29,8 @@ from tachyon.kernels.quant_fp8 import to_dot_dtype
 from tachyon.kernels.split_kv import _merge_heads, _split_len, _split_output, plan_splits
 
 LOG2E = 1.4426950408889634  # the prefill kernel works in base 2: exp(x) = exp2(x * LOG2E)
-MAX_PREFILL_SPLITS = 16  # its split partials' lse are natural logs (the decode merge's): ln(x) = log2(x) * ln 2
+MAX_PREFILL_SPLITS = 16
+LN2 = 0.6931471805599453  # its split partials' lse are natural logs (the decode merge's): ln(x) = log2(x) * LN2
 
 _REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
 _REF_DECODE_KEYS = 1 << 16  # attention_ref's decode batches: sequences x padded keys gathered at a time
@@ -417,7 +418,7 @@ def _prefill_kernel(
         if SPLIT:
             seen = l_i > 0
             o = acc / tl.where(seen, l_i, 1.0)[:, None]
-            lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453, float("-inf"))  # ln 2
+            lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * LN2, float("-inf"))
             mid = (rows * Hq + heads) * num_splits + sp
             tl.store(mid_o_ptr + mid[:, None] * D + d[None, :], o, mask=io_mask)
             tl.store(mid_lse_ptr + mid, lse, mask=rmask)
