@@ -231,33 +231,6 @@ def test_attention_prefill_mixed(poison, dtype, Hq, Hkv, D, block_size):
     close(out, K.attention_ref(q, cache, **meta), dtype)
 
 
-@needs_triton
-@pytest.mark.parametrize("splits", [2, 3, 8])
-@pytest.mark.parametrize("Hq,Hkv,D,block_size", [(4, 2, 64, 16), (14, 2, 32, 16), (6, 2, 48, 8)])
-def test_attention_prefill_split_kv(poison, monkeypatch, splits, Hq, Hkv, D, block_size):
-    """Prefill with each sequence's keys cut into splits (num_kv_splits > 1: the mixed graphs' prompt chunks) equals
-    the reference: short chunks over long cached prefixes, splits that start past some rows' positions (those rows
-    see no key there), more splits than key tiles; rows outside every sequence's queries keep what they held (a
-    mixed step's decode rows)."""
-    monkeypatch.setenv("TACHYON_PREFILL_TILE", "16:16:4:1")  # 16-key tiles: split boundaries inside query blocks
-    dtype = DTYPES[-1]
-    gen = torch.Generator().manual_seed(11)
-    specs = [(90, 7), (3, 20), (0, 5), (41, 1), (130, 33)]
-    q, cache, meta, _ = make_batch(specs, Hq, Hkv, D, block_size, dtype, gen)
-    ref = K.attention_ref(q, cache, **meta)
-    close(K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits), ref, dtype)
-    # the last two sequences only, their rows shifted past 9 rows no sequence owns
-    qsl = meta["query_start_loc"]
-    tail = dict(meta, query_start_loc=(qsl[3:] - qsl[3] + 9).to(torch.int32), seq_lens=meta["seq_lens"][3:],
-                block_tables=meta["block_tables"][3:])
-    rows = int(qsl[-1] - qsl[3])
-    q2 = torch.cat([torch.randn(9, Hq, D, generator=gen).to(dtype).to(q.device), q[int(qsl[3]):]])
-    out = torch.full_like(q2, NAN)
-    K.attention_triton(q2, cache, **tail, out=out, num_kv_splits=splits)
-    assert torch.isnan(out[:9]).all(), "a row outside the sequences was written"
-    close(out[9:], ref[int(qsl[3]):int(qsl[3]) + rows], dtype)
-
-
 PREFILL_TILES = sorted({"{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**c)
                         for c in [*(c for _, c in attn_cfg.PREFILL_CONFIGS_BF16), attn_cfg.PREFILL_CONFIG_BF16_WIDE]})
 

@@ -22,7 +22,6 @@ class AttentionMetadata:
     # query_start_loc indexes this batch's rows, and each part's attention writes its rows of one output; the
     # slot mapping above still stores every row's K/V
     parts: tuple[AttentionMetadata, ...] | None = None
-    num_kv_splits: int = 0  # a part's kernels.attention num_kv_splits (0: the kernel's default)
 
 
 @dataclass

@@ -39,8 +39,6 @@ from tachyon.engine.batch import AttentionMetadata
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
-from tachyon.kernels._triton import sm_count
-from tachyon.kernels.attention_config import chunk_kv_splits
 
 # coarser than the decode graphs' buckets: a mixed step already carries the chunk's rows, so a few padding decode
 # rows cost little, and every (decode, chunk) pair is a graph to capture at start-up. The chunk's buckets are fine:
@@ -80,19 +78,8 @@ class MixedGraphRunner(StepGraphs):
             + [("block_tables", i32, (S, MB))], device)
         self.buf = self.staging.device
         self.decode_qsl = torch.arange(max_decodes + 1, dtype=i32, device=device)
-        # each key's prompt-chunk attention: its keys cut into splits so a short chunk still fills the GPU (sized
-        # for the key's chunk bucket; the chunk there holds up to D + C - d tokens)
-        attn = model.layers[0].self_attn
-        self._split_args = ("fp32" if model.embed_tokens.weight.dtype == torch.float32 else "bf16",
-                            attn.num_kv_heads, attn.num_heads // attn.num_kv_heads,
-                            sm_count(device) if device.type == "cuda" else 1)
-        self.chunk_splits = {(d, c): self._splits_for(d, c) for d in self.decode_buckets for c in self.chunk_buckets}
         # one logits buffer for every graph (a graph's own output would stay allocated per key)
         self.logits = torch.zeros(S, vocab_size, dtype=f32, device=device)
-
-    def _splits_for(self, d: int, c: int) -> int:
-        key, hkv, group, sms = self._split_args
-        return chunk_kv_splits(key, c, d + c, hkv, group, sms)
 
     @property
     def keys(self) -> list[tuple[int, int]]:
@@ -165,8 +152,7 @@ class MixedGraphRunner(StepGraphs):
         decode = AttentionMetadata(self.decode_qsl[: d + 1], buf["seq_lens"][:d], buf["slots"][:d],
                                    buf["block_tables"][:d], 1, self.max_model_len, True)
         chunk = AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][d: d + k], buf["slots"][:t],
-                                  buf["block_tables"][d: d + k], t, self.max_model_len, False,
-                                  num_kv_splits=self.chunk_splits.get((d, c)) or self._splits_for(d, c))
+                                  buf["block_tables"][d: d + k], t, self.max_model_len, False)
         return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + k], buf["slots"][:t],
                                  buf["block_tables"][: d + k], t, self.max_model_len, False, parts=(decode, chunk))
 

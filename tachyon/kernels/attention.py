@@ -18,19 +18,11 @@ decode_fused_session6/inline_merge_*), so it is the fused decode kernel's defaul
 import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
-from tachyon.kernels.attention_config import (
-    decode_config,
-    decode_early_tile,
-    decode_split_align,
-    prefill_block_q,
-    prefill_config,
-)
+from tachyon.kernels.attention_config import decode_config, decode_early_tile, decode_split_align, prefill_config
 from tachyon.kernels.quant_fp8 import to_dot_dtype
-from tachyon.kernels.split_kv import _merge_heads, _split_len, _split_output, plan_splits
+from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 LOG2E = 1.4426950408889634  # the prefill kernel works in base 2: exp(x) = exp2(x * LOG2E)
-MAX_PREFILL_SPLITS = 16
-LN2 = 0.6931471805599453  # its split partials' lse are natural logs (the decode merge's): ln(x) = log2(x) * LN2
 
 _REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
 _REF_DECODE_KEYS = 1 << 16  # attention_ref's decode batches: sequences x padded keys gathered at a time
@@ -305,13 +297,10 @@ def _prefill_tile(
     acc, m_i, l_i, q, cache_ptr, bt_ptr, n0, kv_end, pos, hk, d, dmask, scale_log2,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
     PAGE: tl.constexpr, BLOCK_N: tl.constexpr, MASK: tl.constexpr, EVEN_D: tl.constexpr, PREC: tl.constexpr,
-    EMPTY_ROWS: tl.constexpr = False,
 ):
     """_attend_tile for the prefill kernel, in base 2 (scale_log2 = scale * log2(e), exp2: the softmax is the
     same). MASK=False may be passed only for a tile every row may see in full (n0 + BLOCK_N <= each row's
-    position + 1 and <= kv_end): its loads and scores then go unmasked (the block-table entries exist).
-    EMPTY_ROWS: a row may have seen no key yet after this tile (a split of the context that starts past its
-    position); its m stays -inf and its sums 0 instead of NaN."""
+    position + 1 and <= kv_end): its loads and scores then go unmasked (the block-table entries exist)."""
     n = n0 + tl.arange(0, BLOCK_N)
     if MASK:
         nmask = n < kv_end
@@ -329,12 +318,8 @@ def _prefill_tile(
     if MASK:
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
-    if EMPTY_ROWS:
-        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)
-    else:
-        m_ref = m_new
-    p = tl.math.exp2(s - m_ref[:, None])
-    alpha = tl.math.exp2(m_i - m_ref)
+    p = tl.math.exp2(s - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
     l_i = l_i * alpha + tl.sum(p, 1)
     if MASK or not EVEN_D:
         v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0).to(q.dtype)
@@ -344,35 +329,24 @@ def _prefill_tile(
     return acc, m_new, l_i
 
 
-@triton.jit(do_not_specialize=["stride_bt", "num_splits"])  # stride_bt varies per eager step (see _decode_kernel)
+@triton.jit(do_not_specialize=["stride_bt"])  # varies per eager step (see _decode_kernel)
 def _prefill_kernel(
-    q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, qsl_ptr, seq_lens_ptr, bt_ptr, scale_log2,
+    q_ptr, cache_ptr, out_ptr, qsl_ptr, seq_lens_ptr, bt_ptr, scale_log2,
     stride_qt, stride_qh, stride_ot, stride_oh,
-    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt, num_splits,
-    Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, BLOCK_Q: tl.constexpr,
-    BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
-    SPLIT: tl.constexpr = False,
+    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
+    G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_G: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
-    """One program = (block of BLOCK_Q query tokens, sequence, KV head[, split]); its M tile packs those
+    """One program = (block of BLOCK_Q query tokens, sequence, KV head); its M tile packs those
     tokens' G query heads (row r: token r // BLOCK_G, head r % BLOCK_G), so each K/V tile is read
     once per KV head. Causal over the cached prefix + new keys; decode rows of a mixed batch cost
     one program per KV head. scale_log2 is the softmax scale times log2(e). Tiles below the block's causal
-    diagonal run unmasked (_prefill_tile).
-    SPLIT (program axis 2 = KV head * num_splits + split): each sequence's keys are cut into num_splits splits of
-    _split_len(S) keys, a program attends over its split only and stores its normalised partial and natural-log
-    lse (empty: o = 0, lse = -inf) to mid_o [T, Hq, num_splits, D] / mid_lse [T, Hq, num_splits] at its rows;
-    _prefill_merge_kernel writes out. A short chunk over a long context then spreads over num_splits times the
-    programs instead of running one long chain of tiles per program."""
+    diagonal run unmasked (_prefill_tile)."""
     pdl_trigger(PDL)
     pdl_wait(PDL)
     qb = tl.num_programs(0) - 1 - tl.program_id(0)  # heaviest (last) query blocks first
     b = tl.program_id(1)
-    if SPLIT:
-        hk = tl.program_id(2) // num_splits
-        sp = tl.program_id(2) % num_splits
-    else:
-        hk = tl.program_id(2)
-        sp = 0
+    hk = tl.program_id(2)
     q_start = tl.load(qsl_ptr + b)
     q_len = tl.load(qsl_ptr + b + 1) - q_start
     if qb * BLOCK_Q < q_len:
@@ -397,61 +371,20 @@ def _prefill_kernel(
         acc = tl.zeros([BLOCK_Q * BLOCK_G, BLOCK_D], tl.float32)
         # keys up to the block's first query position are visible to all its rows: no causal mask
         full_end = tl.minimum((ctx + qb * BLOCK_Q + 1) // BLOCK_N * BLOCK_N, kv_end)
-        lo = 0
-        hi = kv_end
-        if SPLIT:  # this split's keys (split lengths are multiples of BLOCK_N: tiles stay aligned)
-            split_len = _split_len(S, num_splits, BLOCK_N)
-            lo = sp * split_len
-            hi = tl.minimum(lo + split_len, kv_end)
         bt_row = bt_ptr + b * stride_bt
-        for n0 in range(lo, tl.minimum(full_end, hi), BLOCK_N):
+        for n0 in range(0, full_end, BLOCK_N):
             acc, m_i, l_i = _prefill_tile(
-                acc, m_i, l_i, q, cache_ptr, bt_row, n0, hi, pos, hk, d, dmask, scale_log2,
+                acc, m_i, l_i, q, cache_ptr, bt_row, n0, kv_end, pos, hk, d, dmask, scale_log2,
                 stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, D == BLOCK_D, PREC,
             )
-        for n0 in range(tl.maximum(lo, full_end), hi, BLOCK_N):
+        for n0 in range(full_end, kv_end, BLOCK_N):
             acc, m_i, l_i = _prefill_tile(
-                acc, m_i, l_i, q, cache_ptr, bt_row, n0, hi, pos, hk, d, dmask, scale_log2,
+                acc, m_i, l_i, q, cache_ptr, bt_row, n0, kv_end, pos, hk, d, dmask, scale_log2,
                 stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, True, D == BLOCK_D, PREC,
-                SPLIT,
             )
-        if SPLIT:
-            seen = l_i > 0
-            o = acc / tl.where(seen, l_i, 1.0)[:, None]
-            lse = tl.where(seen, (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * LN2, float("-inf"))
-            mid = (rows * Hq + heads) * num_splits + sp
-            tl.store(mid_o_ptr + mid[:, None] * D + d[None, :], o, mask=io_mask)
-            tl.store(mid_lse_ptr + mid, lse, mask=rmask)
-        else:
-            o = acc / l_i[:, None]
-            dst = out_ptr + rows[:, None] * stride_ot + heads[:, None] * stride_oh + d[None, :]
-            tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=io_mask)
-
-
-@triton.jit
-def _prefill_merge_kernel(
-    mid_o_ptr, mid_lse_ptr, out_ptr, qsl_ptr, stride_ot, stride_oh, num_splits,
-    Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    LSE_S: tl.constexpr, MERGE_S: tl.constexpr, PDL: tl.constexpr,
-):
-    """One program = (query token i of sequence b, KV head): the softmax-weighted sum of the split prefill
-    kernel's num_splits (<= LSE_S) partials of that token's G query heads, into out. Rows outside every
-    sequence's queries are not written."""
-    pdl_trigger(PDL)
-    pdl_wait(PDL)
-    i = tl.program_id(0)
-    b = tl.program_id(1)
-    hk = tl.program_id(2)
-    q_start = tl.load(qsl_ptr + b)
-    if i < tl.load(qsl_ptr + b + 1) - q_start:
-        t = (q_start + i).to(tl.int64)
-        g = tl.arange(0, BLOCK_G)
-        d = tl.arange(0, BLOCK_D)
-        gmask = g < G
-        heads = hk * G + g
-        dst = out_ptr + t * stride_ot + heads[:, None] * stride_oh + d[None, :]
-        _merge_heads(mid_o_ptr, mid_lse_ptr, dst, t, heads, gmask, d, d < D, num_splits, num_splits, Hq, D,
-                     BLOCK_G, BLOCK_D, LSE_S, MERGE_S)
+        o = acc / l_i[:, None]
+        dst = out_ptr + rows[:, None] * stride_ot + heads[:, None] * stride_oh + d[None, :]
+        tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=io_mask)
 
 
 def attention_triton(
@@ -467,8 +400,7 @@ def attention_triton(
     num_kv_splits: int = 0,
 ) -> torch.Tensor:
     """Triton: decode kernel (+ split reduce kernel) when max_query_len == 1, else the prefill/extend
-    kernel; num_kv_splits: the decode kernel's split count (0: its own choice), or for prefill the splits each
-    sequence's keys are cut into (0 or 1: none; at most MAX_PREFILL_SPLITS), merged by _prefill_merge_kernel."""
+    kernel."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -499,24 +431,12 @@ def attention_triton(
         return out
     BLOCK_G = next_pow2(G)
     cfg = prefill_config(cfg_key, max_query_len, BLOCK_G)
-    BLOCK_Q = prefill_block_q(cfg, BLOCK_G)
-    splits = min(max(num_kv_splits, 1), MAX_PREFILL_SPLITS)
-    mid_o = mid_lse = out
-    if splits > 1:
-        mid_o = torch.empty(T, Hq, splits, D, device=q.device, dtype=torch.float32)
-        mid_lse = torch.empty(T, Hq, splits, device=q.device, dtype=torch.float32)
-    grid = (triton.cdiv(max_query_len, BLOCK_Q), B, Hkv * splits)
+    BLOCK_Q = max(1, cfg["BLOCK_M"] // BLOCK_G, 16 // BLOCK_G)
+    grid = (triton.cdiv(max_query_len, BLOCK_Q), B, Hkv)
     _prefill_kernel[grid](
-        q, kv_cache, out, mid_o, mid_lse, query_start_loc, seq_lens, block_tables, scale * LOG2E,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0), splits,
-        Hq=Hq, G=G, D=D, PAGE=page, BLOCK_Q=BLOCK_Q, BLOCK_G=BLOCK_G, BLOCK_N=cfg["BLOCK_N"], BLOCK_D=BLOCK_D,
-        PREC=prec, SPLIT=splits > 1, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
+        q, kv_cache, out, query_start_loc, seq_lens, block_tables, scale * LOG2E,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
+        G=G, D=D, PAGE=page, BLOCK_Q=BLOCK_Q, BLOCK_G=BLOCK_G, BLOCK_N=cfg["BLOCK_N"], BLOCK_D=BLOCK_D,
+        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
     )
-    if splits > 1:
-        lse_s = next_pow2(splits)
-        _prefill_merge_kernel[(max_query_len, B, Hkv)](
-            mid_o, mid_lse, out, query_start_loc, out.stride(0), out.stride(1), splits,
-            Hq=Hq, G=G, D=D, BLOCK_G=max(2, BLOCK_G), BLOCK_D=BLOCK_D, LSE_S=lse_s, MERGE_S=min(4, lse_s),
-            num_warps=4, **pdl,
-        )
     return out

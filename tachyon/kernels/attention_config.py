@@ -7,8 +7,6 @@ import os
 
 import torch
 
-from tachyon.kernels._triton import next_pow2
-
 # Decode launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
 # (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64. Prefill: PREFILL_CONFIGS_BF16 below.
 DECODE_CONFIG = {
@@ -87,32 +85,6 @@ def prefill_config(key: str, max_query_len: int, group: int = 1) -> dict:
     if max_query_len >= PREFILL_WIDE_MIN_QUERY and group >= PREFILL_WIDE_MIN_GROUP:
         return PREFILL_CONFIG_BF16_WIDE
     return next(cfg for limit, cfg in PREFILL_CONFIGS_BF16 if max_query_len <= limit)
-
-
-def prefill_block_q(cfg: dict, group: int) -> int:
-    """Query tokens per prefill program under `cfg`, for a KV head packing `group` query heads (a power of 2)."""
-    return max(1, cfg["BLOCK_M"] // group, 16 // group)
-
-
-# A prompt chunk beside decodes (a mixed step: tens to hundreds of tokens over a context of up to max_model_len)
-# has few query blocks, so each of its few programs runs a long chain of key tiles while most SMs idle: its keys are
-# cut into splits until the programs fill CHUNK_SPLIT_WAVES waves of the GPU, at most MAX_CHUNK_KV_SPLITS.
-CHUNK_SPLIT_WAVES = 2
-MAX_CHUNK_KV_SPLITS = 8
-
-
-def chunk_kv_splits(key: str, chunk_tokens: int, max_query_len: int, num_kv_heads: int, group: int,
-                    num_sms: int) -> int:
-    """Splits for the prefill launch of a chunk of about `chunk_tokens` query tokens (kernels.attention's
-    num_kv_splits); TACHYON_CHUNK_KV_SPLITS = N forces N (an A/B knob, read when a mixed graph runner is made)."""
-    env = os.environ.get("TACHYON_CHUNK_KV_SPLITS", "")
-    if env:
-        if not env.isdigit() or not 1 <= int(env) <= 16:
-            raise ValueError(f"TACHYON_CHUNK_KV_SPLITS must be an integer in [1, 16], got {env!r}")
-        return int(env)
-    g = next_pow2(group)
-    programs = -(-chunk_tokens // prefill_block_q(prefill_config(key, max_query_len, g), g)) * num_kv_heads
-    return max(1, min(MAX_CHUNK_KV_SPLITS, -(-CHUNK_SPLIT_WAVES * num_sms // programs)))
 
 
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:

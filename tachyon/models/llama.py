@@ -64,8 +64,7 @@ class Attention(nn.Module):
             o = torch.empty_like(q)
             for part in meta.parts:
                 kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
-                                  part.max_query_len, part.max_seq_len, self.scale, out=o,
-                                  num_kv_splits=part.num_kv_splits)
+                                  part.max_query_len, part.max_seq_len, self.scale, out=o)
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
                 t, self.num_kv_heads, meta.max_seq_len, qkv.device):
