@@ -21,7 +21,8 @@ def test_freeze_keeps_cycles_until_unfreeze_and_collects_garbage_first():
     try:
         frozen = freeze_heap()
         assert garbage_ref() is None
-        assert frozen == gc.get_freeze_count() > 0
+        # frozen objects freed by reference counting since (another thread's temporaries) leave the count
+        assert 0 < gc.get_freeze_count() <= frozen
         assert not any(o is kept for o in gc.get_objects())
         del kept  # a cycle among frozen objects: no collection reaches it
         gc.collect()
