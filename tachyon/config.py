@@ -49,10 +49,9 @@ class EngineConfig:
     # graphs (engine/mixed_graph.py); 0: eager
     mixed_graph_max_tokens: int = 1024
     overlap_scheduling: bool = True
-    # admission order (engine/scheduler.py): "fcfs" (first come, first served), "lpt" (longest remaining output
+    # admission order (engine/scheduler.py): "fcfs" (first come, first served) or "lpt" (longest remaining output
     # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%, Qwen3-0.6B
-    # -2 to -6%, benchmarks/results/session20/) or "flat" (lpt's order, each step filled to ~288+ rows with prompt
-    # chunks beside the decodes; opt-in, for offline batches)
+    # -2 to -6%, benchmarks/results/session20/)
     scheduling_policy: str = "fcfs"
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
@@ -94,8 +93,8 @@ class EngineConfig:
             raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if self.kv_cache_dtype not in ("auto", "fp8"):
             raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {self.kv_cache_dtype!r}")
-        if self.scheduling_policy not in ("fcfs", "lpt", "flat"):
-            raise ValueError(f"scheduling_policy must be 'fcfs', 'lpt' or 'flat', got {self.scheduling_policy!r}")
+        if self.scheduling_policy not in ("fcfs", "lpt"):
+            raise ValueError(f"scheduling_policy must be 'fcfs' or 'lpt', got {self.scheduling_policy!r}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

@@ -102,7 +102,10 @@ def test_sweep_knee_max_rate_capacity():
     url = s.start()
     try:
         reqs = random_requests(12, 16, 20, seed=4)
-        runs = run_ladder(LoadConfig(url, "m"), reqs, [1, 4, 12], "concurrency", log=lambda s: None)
+        # each rung's faster run of two ladders: a host stall on a loaded machine slows one run, not both
+        ladders = [run_ladder(LoadConfig(url, "m"), reqs, [1, 4, 12], "concurrency", log=lambda s: None)
+                   for _ in range(2)]
+        runs = [max(pair, key=lambda r: r.summary.output_throughput) for pair in zip(*ladders)]
         # judged at the median: with 12 requests the default p99 is the slowest one, and one host stall on a loaded
         # CI machine failed the first probe (rate 5.0 found); queueing past max_batch moves the median too
         slo = make_slo(ttft_ms=150, tpot_ms=40, percentile=50)
@@ -113,7 +116,8 @@ def test_sweep_knee_max_rate_capacity():
     assert [r.summary.num_ok for r in runs] == [12, 12, 12]
     assert runs[1].summary.output_throughput > runs[0].summary.output_throughput * 2
     # max_batch=4: beyond it, queueing without throughput (gain ~0.02, p50 latency x2 here). Thresholds wider than
-    # the defaults: one host stall in a 0.7 s run must not hide the knee on a loaded CI machine
+    # the defaults, and the faster of two runs a rung: one host stall in a 0.7 s run must not hide the knee on a
+    # loaded CI machine (it did, in a full local suite run)
     assert find_knee(runs, min_gain=0.25, min_rise=0.5) == 1
     assert rate >= 8 and probes[-1].summary.slo is not None
     assert any(not p.summary.slo_pass for p in probes)

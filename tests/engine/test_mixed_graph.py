@@ -1,5 +1,5 @@
-"""The padded mixed step (decodes + one prompt chunk) that the mixed CUDA graphs replay, run eagerly on CPU: the
-same logits as the unpadded eager step, the same greedy tokens as transformers, the same seeded draws as the
+"""The padded mixed step (decodes + one or two prompt chunks) that the mixed CUDA graphs replay, run eagerly on CPU:
+the same logits as the unpadded eager step, the same greedy tokens as transformers, the same seeded draws as the
 engine without it (synchronous and overlapped), and only eligible steps take it."""
 
 import random
@@ -177,3 +177,59 @@ def test_prefill_graph_first_unless_decode_inputs_are_pending(tiny_qwen3):
     assert _Counting.runs > 0 and _CountingPrefill.runs > 0
     assert r.num_mixed_launched > 0, "pending decode inputs never took the mixed graph"
     both.engine.check_integrity()
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_two_chunk_and_unfinished_chunk_steps_greedy_match_transformers(arch):
+    """An 18-token budget beside up to 3 decodes: steps whose budget spans the end of one prompt and the start of the
+    next (two chunks), and steps whose chunk stops short of its prompt's end, replay the mixed path, launched
+    without waiting (overlap; an unfinished chunk draws nothing); the chunks sit right after the real decode rows,
+    in the decode bucket's padding. Every request's tokens are transformers' greedy ones."""
+    from tests.tiny_models import tiny_model_dir
+
+    path = tiny_model_dir(arch)
+    prompts = _prompts(9, seed=12, lo=4, hi=26)
+    lengths = [3 + (i * 5) % 11 for i in range(9)]
+    hf = hf_model(path)
+    expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=18, max_num_seqs=4, block_size=4)
+    mixed = _install(llm, max_decodes=3, max_chunk=16)
+    mixed.decode_buckets, mixed.chunk_buckets = [2, 3], [4, 8, 16]
+    shapes = []  # each step that took the mixed path: (decodes, its chunks' (tokens, reaches the prompt's end))
+    fill = mixed._fill
+
+    def recording_fill(sched, src, d_pad, c_pad):
+        d = mixed.num_decodes(sched)
+        shapes.append((d, [(n, r.num_computed_tokens + n == r.num_tokens)
+                           for r, n in zip(sched.requests[d:], sched.num_new_tokens[d:])]))
+        return fill(sched, src, d_pad, c_pad)
+
+    mixed._fill = recording_fill
+    runner, partial_launches = llm.engine.runner, []
+    launch = runner.launch
+
+    def recording_launch(sched):
+        pending = launch(sched)
+        partial_launches.append(pending.rows is not None)  # a launched step in which some request draws nothing
+        return pending
+
+    runner.launch = recording_launch
+    sps = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True) for m in lengths]
+    outs = llm.generate(prompts, sps, use_tqdm=False)
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
+    assert any(partial_launches), "no step with an unfinished chunk was launched without waiting"
+    assert any(len(c) == 2 for _, c in shapes), "no mixed step carried two prompts"
+    assert any(not done for _, c in shapes for _, done in c), "no mixed chunk stopped short of its prompt's end"
+    assert any(sum(n for n, _ in c) > 16 for _, c in shapes), (
+        "no step's chunks used a decode bucket's padding rows (more tokens than the largest chunk bucket)")
+    assert llm.engine.runner.num_mixed_launched > 0
+    llm.engine.check_integrity()
+
+
+def test_capacity_counts_the_decode_buckets_padding(tiny_qwen3):
+    r = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4).engine.runner
+    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
+    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [8, 16]
+    assert [mixed.capacity(d) for d in (1, 3, 4, 5, 8)] == [19, 17, 16, 19, 16]
