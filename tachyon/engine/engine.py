@@ -101,7 +101,8 @@ class LLMEngine:
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark, policy=config.scheduling_policy)
-        self.overlap = config.overlap_scheduling
+        self.overlap = (config.overlap_scheduling if config.overlap_scheduling is not None
+                        else self.device.type == "cuda")
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()

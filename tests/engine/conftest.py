@@ -5,7 +5,8 @@ from tachyon import LLM
 
 @pytest.fixture(scope="module")
 def llm(tiny_llama):
-    engine = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256)
+    # overlap scheduling on, as on CUDA (the CPU default is off): the lifecycle tests exercise both paths
+    engine = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, overlap_scheduling=True)
     yield engine
     engine.engine.check_integrity()
 

@@ -87,7 +87,8 @@ def test_mixed_path_greedy_matches_transformers(arch):
     lengths = [4 + i % 5 for i in range(10)]
     hf = hf_model(path)
     expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
-    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, max_num_seqs=3, block_size=4)
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, max_num_seqs=3, block_size=4,
+              overlap_scheduling=True)
     _Counting.runs = 0
     src_seen = []
     mixed = _install(llm, max_decodes=2, max_chunk=23)
@@ -163,7 +164,7 @@ def test_prefill_graph_first_unless_decode_inputs_are_pending(tiny_qwen3):
             return super().run(sched)
 
     kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=24,
-              max_num_seqs=3)
+              max_num_seqs=3, overlap_scheduling=True)
     plain, both = LLM(tiny_qwen3, **kw), LLM(tiny_qwen3, **kw)
     r = both.engine.runner
     _Counting.runs = _CountingPrefill.runs = 0
@@ -192,7 +193,8 @@ def test_two_chunk_and_unfinished_chunk_steps_greedy_match_transformers(arch):
     lengths = [3 + (i * 5) % 11 for i in range(9)]
     hf = hf_model(path)
     expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
-    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=18, max_num_seqs=4, block_size=4)
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=18, max_num_seqs=4, block_size=4,
+              overlap_scheduling=True)
     mixed = _install(llm, max_decodes=3, max_chunk=16)
     mixed.decode_buckets, mixed.chunk_buckets = [2, 3], [4, 8, 16]
     shapes = []  # each step that took the mixed path: (decodes, its chunks' (tokens, reaches the prompt's end))

@@ -6,11 +6,12 @@ import random
 import pytest
 
 from tachyon import LLM, SamplingParams
+from tachyon.config import EngineConfig
 
 
 @pytest.fixture(scope="module")
 def pair(tiny_qwen3):
-    over = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4)
+    over = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=True)
     sync = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
     yield over, sync
     over.engine.check_integrity()
@@ -57,7 +58,8 @@ def test_host_side_sampling_runs_synchronously(pair, kw):
 def test_partial_chunk_runs_synchronously(tiny_qwen3):
     """A chunk that stops short of its prompt's end draws no token, so its step is not launched; the last chunk
     is. A 20-token prompt under a 8-token budget: two synchronous chunks, then one launched."""
-    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=8)
+    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=8,
+              overlap_scheduling=True)
     runner = llm.engine.runner
     prompt = _prompts(1, seed=3)[0][:2] * 10
     sp = SamplingParams(temperature=0, max_tokens=3, ignore_eos=True)
@@ -66,3 +68,14 @@ def test_partial_chunk_runs_synchronously(tiny_qwen3):
     llm.engine.overlap = False
     assert _tokens(llm, [prompt], sp) == got
     llm.engine.check_integrity()
+
+
+def test_overlap_is_on_for_cuda_and_off_on_the_cpu_by_default(tiny_qwen3):
+    """None (the default) picks by device: on the CPU a launched step runs to completion at launch, so overlap would
+    only hand each token back one step late; an explicit value wins; anything else names the field."""
+    assert EngineConfig().overlap_scheduling is None
+    kw = dict(device="cpu", dtype="float32", max_model_len=64, block_size=4)
+    assert LLM(tiny_qwen3, **kw).engine.overlap is False
+    assert LLM(tiny_qwen3, **kw, overlap_scheduling=True).engine.overlap is True
+    with pytest.raises(ValueError, match="overlap_scheduling"):
+        EngineConfig(overlap_scheduling="yes")

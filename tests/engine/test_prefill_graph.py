@@ -38,7 +38,7 @@ def test_padded_prefill_greedy_matches_transformers(arch):
     hf = hf_model(path)
     expected = [hf_greedy(hf, p, 6) for p in prompts]
     # a 24-token budget forces chunked prefills mixed with decodes; buckets of 16 / 24 tokens, 1-4 seqs
-    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, block_size=4)
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, block_size=4, overlap_scheduling=True)
     r = llm.engine.runner
     _Counting.runs = 0
     r.prefill_graphs = _Counting(r.model, max_tokens=24, max_seqs=4, max_model_len=r.max_model_len,
