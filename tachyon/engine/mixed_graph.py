@@ -112,12 +112,10 @@ class MixedGraphRunner(StepGraphs):
 
     def fits(self, sched: SchedulerOutput) -> bool:
         reqs, n = sched.requests, sched.num_new_tokens
-        d = 0
-        while d < len(reqs) and not self.is_chunk(reqs[d], n[d]):
-            d += 1
-        if not 1 <= d <= self.max_decodes or not 1 <= len(reqs) - d <= MAX_CHUNKS:
+        d = self.num_decodes(sched)
+        if not 1 <= d <= self.max_decodes or not 1 <= len(reqs) - d <= MAX_CHUNKS or sum(n[d:]) > self.capacity(d):
             return False
-        if not all(self.is_chunk(r, k) for r, k in zip(reqs[d:], n[d:])) or sum(n[d:]) > self.capacity(d):
+        if any(self.is_chunk(r, k) for r, k in zip(reqs[:d], n[:d])):  # a chunk before a decode row
             return False
         return not any(r.wants_prompt_logprobs() for r in reqs)
 

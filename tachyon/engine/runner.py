@@ -184,11 +184,14 @@ class ModelRunner(RunnerStartup):
         bs = len(reqs)
         # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible); more is a mixed
         # graph's step, or a prefill step whose inputs are all on the host
+        rows = None  # every request draws, but in a mixed step whose chunk stops short of its prompt's end
         if max(sched.num_new_tokens) == 1:
             self._launch_decode(sched)
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
             self._launch_mixed(sched)  # as in `execute`, a prefill graph that fits goes first (less padding)
+            rows = [i for i, (r, n) in enumerate(zip(reqs, sched.num_new_tokens))
+                    if r.num_computed_tokens + n == r.num_tokens]
         else:
             self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
@@ -197,9 +200,7 @@ class ModelRunner(RunnerStartup):
         host[:bs].copy_(self.last_tokens[:bs], non_blocking=True)
         if event is not None:
             event.record()
-        rows = [i for i, (r, n) in enumerate(zip(reqs, sched.num_new_tokens))
-                if r.num_computed_tokens + n == r.num_tokens]
-        if len(rows) == bs:
+        if rows is None or len(rows) == bs:
             return PendingStep(list(reqs), host[:bs], event)
         return PendingStep([reqs[i] for i in rows], host[:bs], event, rows)
 

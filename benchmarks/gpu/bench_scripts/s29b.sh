@@ -1,6 +1,7 @@
 # Session 29 (stop 36), second call: where the flat policy's time goes. step_timeline.py on nano256 for 7B fcfs and
 # flat (flat with a profiled window of mixed steps) and 0.6B flat. Packed into $OUT/s29b.tgz.
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s29b.sh (carry .whl)
+# Runs only on trees a1f32aa..c15c2ae: the flat policy was removed at d674238.
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s29b
 mkdir -p $R

@@ -2,6 +2,7 @@
 # a profiled window at steps 400-403, with the chunk's keys split (the default) and unsplit
 # (TACHYON_CHUNK_KV_SPLITS=1). Packed into $OUT/s29c.tgz.
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s29c.sh (carry .whl)
+# Runs only on trees a1f32aa..c15c2ae: the flat policy was removed at d674238.
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s29c
 mkdir -p $R/split $R/unsplit
