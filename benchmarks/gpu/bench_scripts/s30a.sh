@@ -11,3 +11,4 @@ M="python3 benchmarks/gpu/mixed_cost.py --out $R --shape qwen2.5-7b ${STEPS:+--s
 timeout 170 $M --tag default --profile 2>&1 | f | grep "^default\|Error\|error" | tee $R/default.txt; pack
 TACHYON_MIXED_COST_SKIP_CHUNK=1 timeout 150 $M --tag skipchunk 2>&1 | f | grep "^skipchunk\|Error\|error" | tee $R/skip.txt; pack
 TACHYON_PDL=0 timeout 170 $M --tag nopdl --profile 2>&1 | f | grep "^nopdl\|Error\|error" | tee $R/nopdl.txt; pack
+timeout 120 python3 benchmarks/kernels/cublas_forms.py --out $R --shapes qwen2.5-7b --ms 130,162,258,288,320 2>&1 | f | tee $R/cublas_forms.txt; pack
