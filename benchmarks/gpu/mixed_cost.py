@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -62,7 +63,7 @@ def _replay_ms(fn, reps: int) -> float:
 def decode_only_ms(llm: LLM, decodes: int, reps: int, seed: int) -> float | None:
     """The decode graph's replay time for `decodes` running requests (300-900-token contexts, as check_step's)."""
     eng, r = llm.engine, llm.engine.runner
-    if decodes > r.graphs.max_bs:
+    if r.graphs is None or decodes > r.graphs.max_bs:
         return None
     import random
 
@@ -140,11 +141,17 @@ def main() -> None:
         d, rest = pair.split(":")
         rest, _, cut = rest.partition("~")
         chunks = [int(c) for c in rest.split("+")]
-        row = check_step(llm, int(d), chunks, int(cut) if cut else None, args.reps, seed=i)
-        tokens = int(cut) + sum(chunks[:-1]) if cut else sum(chunks)
-        row["decode_same_rows_ms"] = decode_only_ms(llm, int(d) + tokens, args.reps, seed=100 + i)
-        if args.profile:
-            row["profile"] = profile_mixed(llm, int(d), chunks, int(cut) if cut else None, seed=200 + i)
+        try:
+            row = check_step(llm, int(d), chunks, int(cut) if cut else None, args.reps, seed=i)
+            tokens = int(cut) + sum(chunks[:-1]) if cut else sum(chunks)
+            row["decode_same_rows_ms"] = decode_only_ms(llm, int(d) + tokens, args.reps, seed=100 + i)
+            if args.profile:
+                row["profile"] = profile_mixed(llm, int(d), chunks, int(cut) if cut else None, seed=200 + i)
+        except Exception:  # noqa: BLE001 - a probe: record and go on to the next step
+            traceback.print_exc()
+            row = dict(decodes=int(d), chunks=chunks, error=traceback.format_exc()[-2000:])
+            for req in list(llm.engine.scheduler.running) + list(llm.engine.scheduler.waiting):
+                llm.engine.abort(req.request_id)
         keep = ("decodes", "chunks", "cut", "key", "graph_ms", "decode_graph_ms", "decode_same_rows_ms", "ok")
         print(args.tag, {k: row.get(k) for k in keep}, flush=True)
         rows.append(row)

@@ -8,7 +8,6 @@ mkdir -p $R
 pack() { tar czf $OUT/s30a.tgz -C $R .; }
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader | tee $R/gpu.txt
 M="python3 benchmarks/gpu/mixed_cost.py --out $R --shape qwen2.5-7b ${STEPS:+--steps $STEPS}"
-timeout 170 $M --tag default --profile 2>&1 | f | grep "^default\|Error\|error" | tee $R/default.txt; pack
-TACHYON_MIXED_COST_SKIP_CHUNK=1 timeout 150 $M --tag skipchunk 2>&1 | f | grep "^skipchunk\|Error\|error" | tee $R/skip.txt; pack
-TACHYON_PDL=0 timeout 170 $M --tag nopdl --profile 2>&1 | f | grep "^nopdl\|Error\|error" | tee $R/nopdl.txt; pack
-timeout 120 python3 benchmarks/kernels/cublas_forms.py --out $R --shapes qwen2.5-7b --ms 130,162,258,288,320 2>&1 | f | tee $R/cublas_forms.txt; pack
+timeout 170 $M --tag default --profile > $R/default.log 2>&1; grep "^default\|Error" $R/default.log; pack
+TACHYON_MIXED_COST_SKIP_CHUNK=1 timeout 150 $M --tag skipchunk > $R/skip.log 2>&1; grep "^skipchunk\|Error" $R/skip.log; pack
+TACHYON_PDL=0 timeout 170 $M --tag nopdl --profile > $R/nopdl.log 2>&1; grep "^nopdl\|Error" $R/nopdl.log; pack
