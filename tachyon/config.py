@@ -52,9 +52,10 @@ class EngineConfig:
     # CPU, where a launched step runs to completion at launch, so overlap only hands each token back one step late
     # (SmolLM2 seed8 on 2 cores: TTFT 534 against transformers' 357 ms with it on)
     overlap_scheduling: bool | None = None
-    # admission order (engine/scheduler.py): "fcfs" (first come, first served) or "lpt" (longest remaining output
+    # admission order (engine/scheduler.py): "fcfs" (first come, first served), "lpt" (longest remaining output
     # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%, Qwen3-0.6B
-    # -2 to -6%, benchmarks/results/session20/)
+    # -2 to -6%, benchmarks/results/session20/) or "flat" (lpt's order, each step filled to ~288+ rows with prompt
+    # chunks beside the decodes; opt-in, for offline batches)
     scheduling_policy: str = "fcfs"
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building
@@ -96,8 +97,8 @@ class EngineConfig:
             raise ValueError(f"quantization must be None or 'fp8', got {self.quantization!r}")
         if self.kv_cache_dtype not in ("auto", "fp8"):
             raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {self.kv_cache_dtype!r}")
-        if self.scheduling_policy not in ("fcfs", "lpt"):
-            raise ValueError(f"scheduling_policy must be 'fcfs' or 'lpt', got {self.scheduling_policy!r}")
+        if self.scheduling_policy not in ("fcfs", "lpt", "flat"):
+            raise ValueError(f"scheduling_policy must be 'fcfs', 'lpt' or 'flat', got {self.scheduling_policy!r}")
         if self.overlap_scheduling not in (None, True, False):
             raise ValueError(f"overlap_scheduling must be true, false or null (auto), got {self.overlap_scheduling!r}")
         if not 0 <= self.watermark < 1:

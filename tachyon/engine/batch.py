@@ -18,8 +18,8 @@ class AttentionMetadata:
     max_query_len: int
     max_seq_len: int
     is_decode_only: bool
-    # set for a step whose rows take different attention kernels (engine/mixed_graph.py): each part's
-    # query_start_loc indexes this batch's rows, and each part's attention writes its rows of one output; the
+    # a mixed step's (decode part, chunk part) (engine/mixed_graph.py; kernels/attention_mixed.py's contract): each
+    # part's query_start_loc indexes this batch's rows, and the attention writes each part's rows of one output; the
     # slot mapping above still stores every row's K/V
     parts: tuple[AttentionMetadata, ...] | None = None
 

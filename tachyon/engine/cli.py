@@ -33,9 +33,10 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int, default=512)
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
                    help=f"tokens per step (default: the offline LLM's, {OFFLINE_MAX_NUM_BATCHED_TOKENS:,})")
-    p.add_argument("--scheduling-policy", default="fcfs", choices=["fcfs", "lpt"],
-                   help="admission order: fcfs (arrival order) or lpt (longest remaining output first, a flat "
-                        "running set; engine/scheduler.py)")
+    p.add_argument("--scheduling-policy", default="fcfs", choices=["fcfs", "lpt", "flat"],
+                   help="admission order: fcfs (arrival order), lpt (longest remaining output first, a flat "
+                        "running set) or flat (lpt's order, prompt chunks filling each step beside the decodes; "
+                        "engine/scheduler.py)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--enforce-eager", action="store_true")
     p.add_argument("--prefill-graph-max-tokens", type=int, default=512,

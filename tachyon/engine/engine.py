@@ -101,6 +101,8 @@ class LLMEngine:
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark, policy=config.scheduling_policy)
+        if self.runner.mixed_graphs is not None:  # flat: fill steps to sizes the mixed graphs hold unpadded
+            self.scheduler.chunk_fit = self.runner.mixed_graphs.tight_chunk
         self.overlap = (config.overlap_scheduling if config.overlap_scheduling is not None
                         else self.device.type == "cuda")
         self._pending = None  # the launched step whose tokens are still in flight (overlap)

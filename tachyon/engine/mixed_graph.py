@@ -46,8 +46,8 @@ from tachyon.engine.step_graphs import StepGraphs
 # decodes ran as 1,184 rows (H200, Qwen2.5-7B: 29.9 ms, the eager step 23.2; benchmarks/results/session21/)
 DECODE_BUCKETS = (8, 16, 32, 64, 96, 128, 160, 192, 224, 256)
 CHUNK_BUCKETS = (64, 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024)
-# a step's chunk sequences: the end of one prompt and the start of the next (a budget that a prompt's end does not
-# fill goes to the next one), so such a step still replays a graph
+# a step's chunk sequences: the end of one prompt and the start of the next, so a scheduler that fills a step to
+# its capacity (the "flat" policy) pads only at a workload's last prompt
 MAX_CHUNKS = 2
 
 
@@ -109,6 +109,15 @@ class MixedGraphRunner(StepGraphs):
     def capacity(self, d: int) -> int:
         """Most chunk tokens a step with d (1..max_decodes) decode rows can hold."""
         return self.decode_bucket(d) + self.max_chunk - d
+
+    def tight_chunk(self, d: int, want: int) -> int:
+        """The chunk-token count nearest `want` (ties: the larger) that fills a key beside d decode rows with no
+        padding: decode_bucket(d) + C - d for a chunk bucket C. `want` itself when d is out of range or `want` is
+        past the capacity (that step runs eagerly, or pads)."""
+        if not 1 <= d <= self.max_decodes or want > self.capacity(d):
+            return want
+        base = self.decode_bucket(d) - d
+        return min((base + c for c in self.chunk_buckets), key=lambda n: (abs(n - want), -n))
 
     def fits(self, sched: SchedulerOutput) -> bool:
         reqs, n = sched.requests, sched.num_new_tokens

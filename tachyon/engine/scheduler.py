@@ -22,6 +22,13 @@ Policies:
         the cap larger than needed, which tends to fcfs. Measured on an H200 (nano256): +1.2-2.2% on Qwen2.5-7B,
         -2 to -6% on Qwen3-0.6B, whose admissions' eager mixed steps are bound by the host
         (docs/performance-history.md, stop 27).
+  flat  opt-in, for offline batches: waiting requests in lpt's order, and each step filled to about R rows, R
+        the larger of FLAT_MIN_ROWS and ceil((remaining prompt + output tokens) / horizon), the horizon being the
+        longest remaining output among running and waiting requests: every running decode, then prompt tokens up
+        to R (the end of the prompt in progress, then the start of the next; at most FLAT_MAX_CHUNKS prompts a
+        step). Prefill rides on decode steps that would otherwise be bound by the weight read, and the batch
+        drains into few weight-bound steps at the end. `chunk_fit(decodes, tokens)` (the runner's mixed graphs'
+        `tight_chunk`, when it has them) rounds a step's prompt tokens to a size its graph holds unpadded.
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ from dataclasses import dataclass, field
 from tachyon.engine.kv_cache import KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
 
-POLICIES = ("fcfs", "lpt")
+POLICIES = ("fcfs", "lpt", "flat")
+# flat: the fewest rows a step is filled to (about the GEMMs' compute knee: fewer rows cost one weight read anyway),
+# and the most prompts one step carries (the mixed graphs' chunk sequences)
+FLAT_MIN_ROWS = 288
+FLAT_MAX_CHUNKS = 2
 # lpt: once a request is due, the waiting requests whose remaining output is at least this share of the horizon
 # join it in the same step (they would be due within the next ~10% of it), so admissions come as a few large
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred
@@ -46,6 +57,14 @@ def lpt_due_soon() -> float:
     value = float(os.environ.get("TACHYON_LPT_DUE_SOON", LPT_DUE_SOON))
     if not 0 < value <= 1:
         raise ValueError(f"TACHYON_LPT_DUE_SOON must be in (0, 1], got {value}")
+    return value
+
+
+def flat_min_rows() -> int:
+    """FLAT_MIN_ROWS, or TACHYON_FLAT_ROWS (an A/B knob, read when a scheduler is made)."""
+    value = int(os.environ.get("TACHYON_FLAT_ROWS", FLAT_MIN_ROWS))
+    if value < 1:
+        raise ValueError(f"TACHYON_FLAT_ROWS must be >= 1, got {value}")
     return value
 
 
@@ -78,9 +97,13 @@ class Scheduler:
         if policy not in POLICIES:
             raise ValueError(f"scheduling_policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
+        self._ordered = policy in ("lpt", "flat")  # waiting requests longest remaining output first
         self._waiting_sorted = True
-        self._waiting_output = 0  # lpt: remaining_output summed over the waiting queue
+        self._waiting_output = 0  # lpt, flat: remaining_output summed over the waiting queue
+        self._waiting_prompt = 0  # flat: prompt tokens still to compute, summed over the waiting queue
         self.due_soon = lpt_due_soon() if policy == "lpt" else LPT_DUE_SOON
+        self.flat_rows = flat_min_rows() if policy == "flat" else FLAT_MIN_ROWS
+        self.chunk_fit = None  # flat: (decode rows, prompt tokens) -> prompt tokens to schedule (module docstring)
         self.kv = kv
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         self.max_num_batched_tokens = max_num_batched_tokens
@@ -92,9 +115,13 @@ class Scheduler:
 
     def add(self, req: Request) -> None:
         self.waiting.append(req)
-        if self.policy == "lpt":
-            self._waiting_output += remaining_output(req)
+        if self._ordered:
+            self._track_waiting(req, 1)
             self._waiting_sorted = False
+
+    def _track_waiting(self, req: Request, sign: int) -> None:
+        self._waiting_output += sign * remaining_output(req)
+        self._waiting_prompt += sign * (req.num_tokens - req.num_computed_tokens)
 
     @property
     def num_unfinished(self) -> int:
@@ -102,7 +129,10 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
-        budget = self.max_num_batched_tokens
+        budget, max_chunks = self.max_num_batched_tokens, None
+        if self.policy == "flat":
+            budget, max_chunks = self._flat_budget(), FLAT_MAX_CHUNKS
+        chunks = 0  # flat: prompts with tokens in this step
         i = 0
         while i < len(self.running) and budget > 0:
             req = self.running[i]
@@ -119,13 +149,18 @@ class Scheduler:
             else:
                 out.requests.append(req)
                 out.num_new_tokens.append(n)
+                chunks += req.num_computed_tokens + n < req.num_tokens or n > 1
                 budget -= n
                 i += 1
         if out.preempted:
             return out
         cap, horizon = self._lpt_limits() if self.policy == "lpt" and self.waiting else (None, 0)
         due = False  # lpt: a due request was admitted this step; those due soon join it
+        if self.policy == "flat" and self.waiting and not self._waiting_sorted:
+            self._sort_waiting()
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            if max_chunks is not None and chunks >= max_chunks:
+                break
             req = self.waiting[0]
             if cap is not None:
                 rem = remaining_output(req)
@@ -142,20 +177,53 @@ class Scheduler:
             if not self.kv.allocate_slots(req, n):
                 break
             self.waiting.popleft()
-            if self.policy == "lpt":
-                self._waiting_output -= remaining_output(req)
+            if self._ordered:
+                self._track_waiting(req, -1)
             req.status = RequestStatus.RUNNING
             self.running.append(req)
             out.requests.append(req)
             out.num_new_tokens.append(n)
+            chunks += 1
             budget -= n
         return out
+
+    def _sort_waiting(self) -> None:
+        self.waiting = deque(sorted(self.waiting, key=_lpt_key))  # stable: ties keep arrival order
+        self._waiting_sorted = True
+
+    def _flat_budget(self) -> int:
+        """This step's token budget under flat: every running decode, plus prompt tokens up to R rows (module
+        docstring), as `chunk_fit` rounds them; no more than max_num_batched_tokens."""
+        decodes, prompt, output, horizon = 0, self._waiting_prompt, self._waiting_output, 0
+        for r in self.running:
+            if r.awaits_last_token:
+                continue
+            left = r.num_tokens - r.num_computed_tokens
+            if left <= 1:
+                decodes += 1
+            else:
+                prompt += left
+            rem = remaining_output(r)
+            output += rem
+            horizon = max(horizon, rem)
+        if self.waiting:
+            if not self._waiting_sorted:
+                self._sort_waiting()
+            horizon = max(horizon, remaining_output(self.waiting[0]))
+        if not prompt:
+            return self.max_num_batched_tokens
+        rows = max(self.flat_rows, -(-(prompt + output) // max(horizon, 1)))
+        want = min(rows, self.max_num_batched_tokens) - decodes
+        if want <= 0:
+            return decodes
+        if self.chunk_fit is not None and decodes:
+            want = self.chunk_fit(decodes, want)
+        return min(decodes + want, self.max_num_batched_tokens)
 
     def _lpt_limits(self) -> tuple[int, int]:
         """(cap on running requests, horizon) for this step's admissions under lpt; orders the waiting queue."""
         if not self._waiting_sorted:
-            self.waiting = deque(sorted(self.waiting, key=_lpt_key))  # stable: ties keep arrival order
-            self._waiting_sorted = True
+            self._sort_waiting()
         running = [remaining_output(r) for r in self.running]
         horizon = max(running) if running else remaining_output(self.waiting[0])
         return -(-(sum(running) + self._waiting_output) // horizon), horizon
@@ -164,8 +232,8 @@ class Scheduler:
         self.kv.free(req)
         req.reset_for_recompute()
         self.waiting.appendleft(req)
-        if self.policy == "lpt":
-            self._waiting_output += remaining_output(req)
+        if self._ordered:
+            self._track_waiting(req, 1)
         self.num_preemptions += 1
 
     def finish(self, req: Request, status: RequestStatus | None = None) -> None:
@@ -176,6 +244,6 @@ class Scheduler:
             self.running.remove(req)
         elif req in self.waiting:
             self.waiting.remove(req)
-            if self.policy == "lpt":
-                self._waiting_output -= remaining_output(req)
+            if self._ordered:
+                self._track_waiting(req, -1)
         self.kv.free(req)

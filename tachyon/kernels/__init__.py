@@ -15,6 +15,7 @@ from tachyon.kernels.activation import (
     silu_and_mul_triton,
 )
 from tachyon.kernels.attention import attention_ref, attention_triton
+from tachyon.kernels.attention_mixed import mixed_attention_ref, mixed_attention_triton
 from tachyon.kernels.decode_fused import decode_qkv_attention_ref, decode_qkv_attention_triton
 from tachyon.kernels.embedding import embed_step_ref, embed_step_triton
 from tachyon.kernels.fused_qkv import qkv_post_ref, qkv_post_triton
@@ -82,6 +83,26 @@ def attention(
         q, kv_cache, query_start_loc, seq_lens, block_tables, max_query_len, max_seq_len, scale,
         out, num_kv_splits,
     )
+
+
+def mixed_attention(
+    q: torch.Tensor,
+    kv_cache: torch.Tensor,
+    decode_qsl: torch.Tensor,
+    decode_seq_lens: torch.Tensor,
+    decode_block_tables: torch.Tensor,
+    chunk_qsl: torch.Tensor,
+    chunk_seq_lens: torch.Tensor,
+    chunk_block_tables: torch.Tensor,
+    max_chunk_len: int,
+    max_seq_len: int,
+    scale: float,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """A mixed step's decode rows and prompt chunks in one launch (attention_mixed.py's contract)."""
+    fn = mixed_attention_triton if use_triton(q) else mixed_attention_ref
+    return fn(q, kv_cache, decode_qsl, decode_seq_lens, decode_block_tables, chunk_qsl, chunk_seq_lens,
+              chunk_block_tables, max_chunk_len, max_seq_len, scale, out)
 
 
 def embed_step(
@@ -301,6 +322,9 @@ __all__ = [
     "use_triton",
     "store_kv",
     "attention",
+    "mixed_attention",
+    "mixed_attention_ref",
+    "mixed_attention_triton",
     "embed_step",
     "embed_step_ref",
     "embed_step_triton",

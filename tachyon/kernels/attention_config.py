@@ -7,6 +7,8 @@ import os
 
 import torch
 
+from tachyon.kernels.split_kv import choose_kv_splits
+
 # Decode launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
 # (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64. Prefill: PREFILL_CONFIGS_BF16 below.
 DECODE_CONFIG = {
@@ -110,3 +112,17 @@ def decode_fused_early_tile() -> bool:
     on Qwen2.5-7B yet no faster than the dedicated path; not measured at B >= 2, where the fused kernel runs:
     benchmarks/results/prefill_session10/fused_bs1_b8706b5/). Read per launch, like the other knobs."""
     return os.environ.get("TACHYON_DECODE_FUSED_EARLY_TILE", "0") == "1"
+
+
+def mixed_one_launch(num_decodes: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> bool:
+    """Whether a mixed step's attention (decode rows beside prompt chunks) runs as one launch (attention_mixed.py)
+    rather than the decode kernel then the prefill kernel. Default: one launch unless the decode part alone would
+    split its keys (fewer (sequence, KV head) programs than multiprocessors: split_kv.choose_kv_splits), which the
+    one launch does not do. TACHYON_MIXED_ATTN=one / two forces it (an A/B knob, read per forward: a CUDA graph
+    keeps what was in force at capture)."""
+    env = os.environ.get("TACHYON_MIXED_ATTN", "")
+    if env not in ("", "one", "two"):
+        raise ValueError(f"TACHYON_MIXED_ATTN must be 'one' or 'two', got {env!r}")
+    if env:
+        return env == "one"
+    return choose_kv_splits(num_decodes, num_kv_heads, max_seq_len, num_sms) == 1

@@ -15,6 +15,8 @@ import torch
 from torch import nn
 
 from tachyon import kernels
+from tachyon.kernels._triton import sm_count
+from tachyon.kernels.attention_config import mixed_one_launch
 from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
 from tachyon.models.prefetch import WeightPrefetcher
 from tachyon.models.spec import ModelSpec
@@ -56,15 +58,23 @@ class Attention(nn.Module):
         -> [T, hidden]. Decode batches that fused_decode_attention picks (one token per sequence, at
         position seq_len - 1): one fused call, (q/k norm,) rotary, K/V store into `self.kv_cache` and
         attention. Otherwise one call for the norm / rotary / store (q comes back contiguous), then the
-        attention kernel (one per part of `meta.parts`, into one output; rows no part covers are left unwritten)."""
+        attention kernel; a mixed step's `meta.parts` (decode part, chunk part) go through one launch
+        (kernels.mixed_attention) or one kernel per part (attention_config.mixed_one_launch), into one output; rows
+        neither part covers are left unwritten."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
-        if meta.parts is not None:  # a mixed step: decode rows and a prompt chunk, each through its own kernel
+        if meta.parts is not None:  # a mixed step: decode rows and prompt chunks
             q = self._store_kv(positions, qkv, meta)
             o = torch.empty_like(q)
-            for part in meta.parts:
-                kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
-                                  part.max_query_len, part.max_seq_len, self.scale, out=o)
+            dec, chunk = meta.parts
+            if mixed_one_launch(dec.seq_lens.shape[0], self.num_kv_heads, dec.max_seq_len, sm_count(q.device)):
+                kernels.mixed_attention(q, self.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
+                                        chunk.query_start_loc, chunk.seq_lens, chunk.block_tables,
+                                        chunk.max_query_len, chunk.max_seq_len, self.scale, out=o)
+            else:
+                for part in meta.parts:
+                    kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
+                                      part.max_query_len, part.max_seq_len, self.scale, out=o)
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
                 t, self.num_kv_heads, meta.max_seq_len, qkv.device):

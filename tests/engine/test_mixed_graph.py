@@ -180,12 +180,14 @@ def test_prefill_graph_first_unless_decode_inputs_are_pending(tiny_qwen3):
     both.engine.check_integrity()
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen3"])
-def test_two_chunk_and_unfinished_chunk_steps_greedy_match_transformers(arch):
+@pytest.mark.parametrize("arch,attn", [("llama", "one"), ("qwen3", "one"), ("qwen3", "two")])
+def test_two_chunk_and_unfinished_chunk_steps_greedy_match_transformers(arch, attn, monkeypatch):
     """An 18-token budget beside up to 3 decodes: steps whose budget spans the end of one prompt and the start of the
     next (two chunks), and steps whose chunk stops short of its prompt's end, replay the mixed path, launched
     without waiting (overlap; an unfinished chunk draws nothing); the chunks sit right after the real decode rows,
-    in the decode bucket's padding. Every request's tokens are transformers' greedy ones."""
+    in the decode bucket's padding. Their attention runs as one launch or as one per part (TACHYON_MIXED_ATTN).
+    Every request's tokens are transformers' greedy ones."""
+    monkeypatch.setenv("TACHYON_MIXED_ATTN", attn)
     from tests.tiny_models import tiny_model_dir
 
     path = tiny_model_dir(arch)

@@ -1,0 +1,184 @@
+"""The `flat` scheduling policy (engine/scheduler.py): lpt's admission order, each step filled to R rows (every
+running decode plus prompt tokens, at most two prompts a step, rounded by the runner's `chunk_fit`); through LLM
+with the mixed step path (two-chunk steps, chunks short of their prompt's end, launched without waiting), the same
+greedy tokens as transformers."""
+
+import math
+
+import pytest
+
+from tachyon import LLM, SamplingParams
+from tachyon.engine.kv_cache import BlockPool, KVCacheManager
+from tachyon.engine.request import Request, RequestStatus
+from tachyon.engine.scheduler import FLAT_MAX_CHUNKS, FLAT_MIN_ROWS, Scheduler, remaining_output
+from tests.engine.test_mixed_graph import _Counting, _install, _prompts
+from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
+
+
+def _scheduler(blocks: int = 8192, budget: int = 8192, max_seqs: int = 512, rows: int | None = None,
+               monkeypatch=None) -> Scheduler:
+    if rows is not None:
+        monkeypatch.setenv("TACHYON_FLAT_ROWS", str(rows))
+    return Scheduler(KVCacheManager(BlockPool(blocks, 16)), max_num_seqs=max_seqs, max_num_batched_tokens=budget,
+                     policy="flat")
+
+
+def _req(rid: str, max_tokens: int, prompt_len: int) -> Request:
+    return Request(rid, [3] * prompt_len, SamplingParams(max_tokens=max_tokens, ignore_eos=True), eos_token_ids=[],
+                   max_model_len=8192, sample_seed=0)
+
+
+def _advance(s: Scheduler, out) -> None:
+    """What the engine does after a step: chunks that reach their request's last token sample one, and requests at
+    max_tokens finish."""
+    for r, n in zip(out.requests, out.num_new_tokens):
+        r.num_computed_tokens += n
+        if r.num_computed_tokens >= r.num_tokens:
+            r.append_token(7)
+            if r.num_output_tokens >= r.max_tokens:
+                s.finish(r, RequestStatus.FINISHED_LENGTH)
+
+
+def _expected_rows(s: Scheduler) -> int:
+    """R before a step: max(flat rows, ceil((prompt left + output left) / longest output left))."""
+    reqs = list(s.running) + list(s.waiting)
+    prompt = sum(r.num_tokens - r.num_computed_tokens for r in reqs if r.num_tokens - r.num_computed_tokens > 1)
+    output = sum(remaining_output(r) for r in reqs)
+    return max(s.flat_rows, math.ceil((prompt + output) / max(remaining_output(r) for r in reqs)))
+
+
+def test_flat_fills_each_step_to_its_rows_with_at_most_two_prompts(monkeypatch):
+    lens = [(37 + 13 * i % 50, 10 + (i * 7) % 40) for i in range(24)]  # (prompt, output)
+    s = _scheduler(rows=40, monkeypatch=monkeypatch)
+    for i, (p, o) in enumerate(lens):
+        s.add(_req(str(i), o, p))
+    first_seen, steps, full = [], 0, 0
+    while s.num_unfinished:
+        prompt_left = sum(r.num_tokens - r.num_computed_tokens for r in list(s.running) + list(s.waiting)
+                          if r.num_computed_tokens < r.num_prompt_tokens)
+        rows = _expected_rows(s)
+        out = s.schedule()
+        steps += 1
+        chunks = [(r, n) for r, n in zip(out.requests, out.num_new_tokens)
+                  if n > 1 or r.num_computed_tokens + n < r.num_tokens]
+        assert len(chunks) <= FLAT_MAX_CHUNKS
+        decodes = len(out.requests) - len(chunks)
+        prompt = out.total_tokens - decodes
+        if prompt_left:
+            # every decode runs, and prompt tokens fill the rest of R unless the step's two prompts or the prompts
+            # left run out first
+            assert out.total_tokens <= max(rows, decodes), (steps, out.total_tokens, rows)
+            assert (out.total_tokens == rows or prompt == prompt_left or len(chunks) == FLAT_MAX_CHUNKS
+                    or decodes >= rows), (steps, out.total_tokens, rows, decodes)
+            full += out.total_tokens == rows
+        first_seen += [r.request_id for r, _ in chunks if r.num_computed_tokens == 0]
+        _advance(s, out)
+        assert s._waiting_prompt == sum(r.num_tokens for r in s.waiting)
+        assert steps < 2000
+    assert full > 10, "no step was filled to its rows"
+    # admission is longest output first, ties in arrival order
+    assert first_seen == [str(i) for i in sorted(range(len(lens)), key=lambda i: -lens[i][1])]
+    # no more steps than the longest request needs (its prefill, then one a token) plus the prefill's spill
+    longest = max(range(len(lens)), key=lambda i: lens[i][1])
+    assert steps <= lens[longest][1] + math.ceil(sum(p for p, _ in lens) / 40) + 2
+    s.kv.pool.check_integrity()
+
+
+def test_flat_rows_follow_the_work_left_over_the_horizon(monkeypatch):
+    """Long prompts and short outputs: R = ceil((prompt + output) / horizon) is above the minimum."""
+    s = _scheduler(rows=8, monkeypatch=monkeypatch)
+    for i in range(4):
+        s.add(_req(str(i), 5, 100))
+    out = s.schedule()
+    assert out.total_tokens == math.ceil((400 + 20) / 5) == 84
+    assert [n for n in out.num_new_tokens] == [84], "one prompt's first chunk"
+    _advance(s, out)
+    out = s.schedule()
+    assert out.num_new_tokens == [16, 52], "R = ceil((316 + 20) / 5) = 68: the first prompt's rest, the next's start"
+
+
+def test_flat_rounds_prompt_tokens_through_chunk_fit(monkeypatch):
+    s = _scheduler(rows=64, monkeypatch=monkeypatch)
+    seen = []
+
+    def fit(decodes: int, want: int) -> int:
+        seen.append((decodes, want))
+        return want // 16 * 16 + 16  # "the graph holds multiples of 16"
+
+    s.chunk_fit = fit
+    for i in range(6):
+        s.add(_req(str(i), 30 - i, 200))  # two prompts always fill a step
+    for _ in range(12):
+        out = s.schedule()
+        decodes = sum(1 for r, n in zip(out.requests, out.num_new_tokens)
+                      if n == 1 and r.num_computed_tokens + 1 == r.num_tokens)
+        prompt = out.total_tokens - decodes
+        if decodes and s.waiting:
+            assert seen[-1][0] == decodes and prompt == seen[-1][1] // 16 * 16 + 16
+        _advance(s, out)
+    assert any(d for d, _ in seen), "chunk_fit was never asked beside decodes"
+
+
+def test_flat_bookkeeping_through_preemption_and_abort(monkeypatch):
+    s = _scheduler(blocks=8, budget=64, rows=24, monkeypatch=monkeypatch)  # 128 slots: the running set outgrows it
+    for i, n in enumerate([40, 40, 40, 30]):
+        s.add(_req(str(i), n, prompt_len=16))
+    preempted = 0
+    for _ in range(400):
+        if not s.num_unfinished:
+            break
+        out = s.schedule()
+        preempted += len(out.preempted)
+        _advance(s, out)
+        assert s._waiting_prompt == sum(r.num_tokens - r.num_computed_tokens for r in s.waiting)
+        assert s._waiting_output == sum(remaining_output(r) for r in s.waiting)
+        if s.waiting and s.num_unfinished == 3:
+            s.finish(s.waiting[-1], RequestStatus.FINISHED_ABORTED)
+    assert preempted > 0 and not s.num_unfinished
+    s.kv.pool.check_integrity()
+
+
+def test_flat_rows_knob(monkeypatch):
+    assert _scheduler().flat_rows == FLAT_MIN_ROWS
+    assert _scheduler(rows=96, monkeypatch=monkeypatch).flat_rows == 96
+    with pytest.raises(ValueError, match="TACHYON_FLAT_ROWS"):
+        _scheduler(rows=0, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_flat_through_mixed_steps_greedy_matches_transformers(arch, monkeypatch):
+    """Flat at 20 rows over the padded mixed step (run eagerly on CPU, as the graphs would): steps with two prompt
+    chunks and steps whose chunk stops short of its prompt's end are launched without waiting (overlap), and every
+    request's tokens are transformers' greedy ones."""
+    from tests.tiny_models import tiny_model_dir
+
+    monkeypatch.setenv("TACHYON_FLAT_ROWS", "20")
+    path = tiny_model_dir(arch)
+    prompts = _prompts(8, seed=11, lo=4, hi=26)
+    lengths = [3 + (i * 5) % 11 for i in range(8)]
+    hf = hf_model(path)
+    expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=64, max_num_seqs=8, block_size=4,
+              scheduling_policy="flat", overlap_scheduling=True)
+    mixed = _install(llm, max_decodes=7, max_chunk=16)
+    mixed.decode_buckets, mixed.chunk_buckets = [2, 4, 7], [4, 8, 12, 16]
+    llm.engine.scheduler.chunk_fit = mixed.tight_chunk
+    _Counting.runs = 0
+    shapes = []  # each fitting step's chunks: (tokens, reaches its prompt's end)
+    fits = mixed.fits
+
+    def recording_fits(sched) -> bool:
+        ok = fits(sched)
+        if ok:
+            shapes.append([(n, r.num_computed_tokens + n == r.num_tokens)
+                           for r, n in zip(sched.requests, sched.num_new_tokens) if mixed.is_chunk(r, n)])
+        return ok
+
+    mixed.fits = recording_fits
+    sps = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True) for m in lengths]
+    outs = llm.generate(prompts, sps, use_tqdm=False)
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
+    assert _Counting.runs > 0 and llm.engine.runner.num_mixed_launched > 0
+    assert any(len(c) == 2 for c in shapes), "no step carried two prompts"
+    assert any(not done for c in shapes for _, done in c), "no chunk stopped short of its prompt's end"
+    llm.engine.check_integrity()
