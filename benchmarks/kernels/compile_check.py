@@ -27,7 +27,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv", "gemv_glu",
+MODULES = ("activation", "attention", "attention_mixed", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv", "gemv_glu",
            "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8",
          torch.float8_e4m3fn: "*fp8e4nv"}
@@ -109,6 +109,8 @@ def launch_all(arch: int) -> list[str]:
         for b, ctx in ((1, 4096), (256, 4096)):
             K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
         K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
+        K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288,
+                                 4096, 0.1)
         K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
         x = t(dt, 4096, 3584)
         K.rmsnorm_triton(x, t(dt, 3584), 1e-6, x)
@@ -165,6 +167,8 @@ def launch_fp8(K, t, i32, i64, f32) -> None:
     for b, ctx in ((1, 4096), (256, 4096)):
         K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
     K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
+    K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288, 4096,
+                             0.1)
     K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
     K.qkv_post_triton(t(bf, 4096, (16 + 2 * 8) * 128), i64(4096), f32(40960, 128), t(f8, 2, 100, 16, 8, 128),
                       i64(4096), t(bf, 128), t(bf, 128), 1e-6, 16, 8, 128)

@@ -82,15 +82,15 @@ def _mixed_kernel(
             )
     else:
         b = pid - NUM_CHUNKS * CHUNK_BLOCKS
-        tok = tl.load(dqsl_ptr + b)
-        if tok < tl.load(cqsl_ptr):
+        row = tl.load(dqsl_ptr + b)
+        if row < tl.load(cqsl_ptr):
             S = tl.load(dseq_ptr + b)
             g = tl.arange(0, BLOCK_GD)
             d = tl.arange(0, BLOCK_D)
             gmask = g < G
             dmask = d < D
             heads = hk * G + g
-            tok = tok.to(tl.int64)
+            tok = row.to(tl.int64)
             pdl_wait(PDL)
             o, m_i, l_i = _decode_split(
                 q_ptr, cache_ptr, dbt_ptr + b * stride_bt_d, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
