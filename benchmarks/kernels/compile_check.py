@@ -27,8 +27,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-MODULES = ("activation", "attention", "attention_mixed", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv", "gemv_glu",
-           "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
+MODULES = ("activation", "attention", "attention_mixed", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv",
+           "gemv_glu", "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8",
          torch.float8_e4m3fn: "*fp8e4nv"}
 RESULTS: list[tuple[str, bool, str]] = []
