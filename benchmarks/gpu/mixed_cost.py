@@ -76,7 +76,7 @@ def decode_only_ms(llm: LLM, decodes: int, reps: int, seed: int) -> float | None
         ids.append(rid)
     while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
         eng.step()
-    reqs = [q for q in eng.scheduler.running if q.request_id in set(ids)]
+    reqs = eng.scheduler.schedule().requests  # every one a decode row, its next slot allocated
     ms = _replay_ms(lambda: r.graphs.run(reqs, [-1] * len(reqs)), reps)
     for rid in ids:
         eng.abort(rid)

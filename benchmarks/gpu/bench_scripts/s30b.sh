@@ -17,7 +17,8 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.activ
   > $R/smi.csv 2>&1 &
 SMI=$!
 i=0
-for run in ${RUNS:-"flat:one lpt:one flat:two"}; do
+RUNS=${RUNS:-"flat:one lpt:one flat:two"}
+for run in $RUNS; do
   IFS=: read -r p a <<< "$run"
   i=$((i + 1))
   echo "$i $p $a start $(date +%H:%M:%S.%N)" >> $R/marks.txt
