@@ -40,24 +40,39 @@ def _timed(fn, reps: int) -> tuple[float, object]:
     return statistics.median(times) * 1e3, out
 
 
+def running_decodes(llm: LLM, n: int, rng: random.Random, tag: str) -> list[str]:
+    """Adds n requests of 300-900 random prompt tokens (ids `tag`_i) and steps the engine until each has sampled
+    once, so the next step decodes them all; returns their ids."""
+    eng = llm.engine
+    ids = [f"{tag}_{i}" for i in range(n)]
+    for rid in ids:
+        eng.add_request(rid, [rng.randrange(3, 30000) for _ in range(rng.randint(300, 900))],
+                        SamplingParams(max_tokens=64, ignore_eos=True))
+    while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
+        eng.step()
+    return ids
+
+
+def schedule_mixed(llm: LLM, decodes: int, chunks: list[int], cut: int | None, seed: int, tag: str = "m"):
+    """The step of `decodes` running requests plus new prompts of the `chunks` lengths, scheduled; `cut` shortens the
+    last chunk (short of its prompt's end; its blocks cover more: harmless). Returns (SchedulerOutput, request ids)."""
+    eng = llm.engine
+    rng = random.Random(seed)
+    ids = running_decodes(llm, decodes, rng, f"{tag}{seed}")
+    for j, chunk in enumerate(chunks):
+        eng.add_request(f"{tag}c{seed}_{j}", [rng.randrange(3, 30000) for _ in range(chunk)],
+                        SamplingParams(max_tokens=4))
+        ids.append(f"{tag}c{seed}_{j}")
+    sched = eng.scheduler.schedule()
+    if cut is not None:
+        sched.num_new_tokens[-1] = cut
+    return sched, ids
+
+
 @torch.inference_mode()
 def check_step(llm: LLM, decodes: int, chunks: list[int], cut: int | None, reps: int, seed: int) -> dict:
     eng, r = llm.engine, llm.engine.runner
-    rng = random.Random(seed)
-    ids = []
-    for i in range(decodes):
-        rid = f"m{seed}_{i}"
-        eng.add_request(rid, [rng.randrange(3, 30000) for _ in range(rng.randint(300, 900))],
-                        SamplingParams(max_tokens=64, ignore_eos=True))
-        ids.append(rid)
-    while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
-        eng.step()
-    for j, chunk in enumerate(chunks):
-        eng.add_request(f"c{seed}_{j}", [rng.randrange(3, 30000) for _ in range(chunk)], SamplingParams(max_tokens=4))
-        ids.append(f"c{seed}_{j}")
-    sched = eng.scheduler.schedule()
-    if cut is not None:  # the last chunk stops short of its prompt's end (its blocks cover more: harmless)
-        sched.num_new_tokens[-1] = cut
+    sched, ids = schedule_mixed(llm, decodes, chunks, cut, seed)
     mixed = r.mixed_graphs
     row = dict(decodes=decodes, chunks=chunks, cut=cut, num_new_tokens_tail=sched.num_new_tokens[-3:])
     if mixed is None or not mixed.fits(sched):

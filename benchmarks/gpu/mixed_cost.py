@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -27,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from benchmarks.gpu.mixed_check import check_step  # noqa: E402
+from benchmarks.gpu.mixed_check import check_step, running_decodes, schedule_mixed  # noqa: E402
 from benchmarks.gpu.step_timeline import gpu_busy  # noqa: E402
-from tachyon import LLM, SamplingParams  # noqa: E402
+from tachyon import LLM  # noqa: E402
 
 
 def _skip_chunk_attention() -> None:
@@ -65,17 +66,7 @@ def decode_only_ms(llm: LLM, decodes: int, reps: int, seed: int) -> float | None
     eng, r = llm.engine, llm.engine.runner
     if r.graphs is None or decodes > r.graphs.max_bs:
         return None
-    import random
-
-    rng = random.Random(seed)
-    ids = []
-    for i in range(decodes):
-        rid = f"d{seed}_{i}"
-        eng.add_request(rid, [rng.randrange(3, 30000) for _ in range(rng.randint(300, 900))],
-                        SamplingParams(max_tokens=64, ignore_eos=True))
-        ids.append(rid)
-    while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
-        eng.step()
+    ids = running_decodes(llm, decodes, random.Random(seed), f"d{seed}")
     reqs = eng.scheduler.schedule().requests  # every one a decode row, its next slot allocated
     ms = _replay_ms(lambda: r.graphs.run(reqs, [-1] * len(reqs)), reps)
     for rid in ids:
@@ -86,24 +77,8 @@ def decode_only_ms(llm: LLM, decodes: int, reps: int, seed: int) -> float | None
 @torch.inference_mode()
 def profile_mixed(llm: LLM, decodes: int, chunks: list[int], cut: int | None, seed: int) -> dict:
     """Kernel breakdown of 4 replays of one mixed step."""
-    import random
-
     eng, r = llm.engine, llm.engine.runner
-    rng = random.Random(seed)
-    ids = []
-    for i in range(decodes):
-        rid = f"p{seed}_{i}"
-        eng.add_request(rid, [rng.randrange(3, 30000) for _ in range(rng.randint(300, 900))],
-                        SamplingParams(max_tokens=64, ignore_eos=True))
-        ids.append(rid)
-    while eng.scheduler.waiting or any(q.num_sampled == 0 for q in eng.scheduler.running):
-        eng.step()
-    for j, chunk in enumerate(chunks):
-        eng.add_request(f"pc{seed}_{j}", [rng.randrange(3, 30000) for _ in range(chunk)], SamplingParams(max_tokens=4))
-        ids.append(f"pc{seed}_{j}")
-    sched = eng.scheduler.schedule()
-    if cut is not None:
-        sched.num_new_tokens[-1] = cut
+    sched, ids = schedule_mixed(llm, decodes, chunks, cut, seed, tag="p")
     mixed = r.mixed_graphs
     out: dict = {}
     if mixed is not None and mixed.fits(sched):
