@@ -116,17 +116,14 @@ def test_mixed_attention_equals_two_part_attention():
     torch.testing.assert_close(one[rows], two[rows], **tol(torch.float32))
 
 
-def test_mixed_one_launch_choice(monkeypatch):
-    """One launch unless the decode part alone would split its keys; the knob forces either and names itself."""
+def test_mixed_one_launch_knob(monkeypatch):
+    """Two launches unless TACHYON_MIXED_ATTN=one; a bad value names the knob."""
     monkeypatch.delenv("TACHYON_MIXED_ATTN", raising=False)
-    pick = attn_cfg.mixed_one_launch
-    assert pick(160, 4, 4096, 132) and pick(33, 4, 4096, 132)
-    assert not pick(8, 4, 4096, 132)  # 32 programs on 132 multiprocessors: the decode part would split
-    assert pick(8, 4, 200, 132)  # too short to split
-    monkeypatch.setenv("TACHYON_MIXED_ATTN", "two")
-    assert not pick(160, 4, 4096, 132)
+    assert not attn_cfg.mixed_one_launch()
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "one")
-    assert pick(8, 4, 4096, 132)
+    assert attn_cfg.mixed_one_launch()
+    monkeypatch.setenv("TACHYON_MIXED_ATTN", "two")
+    assert not attn_cfg.mixed_one_launch()
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "1")
     with pytest.raises(ValueError, match="TACHYON_MIXED_ATTN"):
-        pick(8, 4, 4096, 132)
+        attn_cfg.mixed_one_launch()

@@ -51,24 +51,27 @@ def mixed_attention_ref(
     return out
 
 
-@triton.jit(do_not_specialize=["stride_bt_d", "stride_bt_c"])
+# chunk_blocks and the block-table strides vary from one mixed graph to the next: specialising on them would compile a
+# variant per graph key at start-up (H200, 7B, empty Triton cache: 39-67 s of graph capture with CHUNK_BLOCKS a
+# constexpr, against 3-5 s)
+@triton.jit(do_not_specialize=["chunk_blocks", "stride_bt_d", "stride_bt_c"])
 def _mixed_kernel(
     q_ptr, cache_ptr, out_ptr, dqsl_ptr, dseq_ptr, dbt_ptr, cqsl_ptr, cseq_ptr, cbt_ptr, scale, scale_log2,
     stride_qt, stride_qh, stride_ot, stride_oh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-    stride_bt_d, stride_bt_c,
-    G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, NUM_CHUNKS: tl.constexpr, CHUNK_BLOCKS: tl.constexpr,
+    stride_bt_d, stride_bt_c, chunk_blocks,
+    G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     BLOCK_Q: tl.constexpr, BLOCK_GP: tl.constexpr, BLOCK_NP: tl.constexpr, BLOCK_GD: tl.constexpr,
     BLOCK_ND: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
 ):
-    """Axis 1: the KV head. Axis 0: first NUM_CHUNKS * CHUNK_BLOCKS chunk programs (query block qb of chunk c, the
+    """Axis 1: the KV head. Axis 0: first NUM_CHUNKS * chunk_blocks chunk programs (query block qb of chunk c, the
     last blocks of every chunk first: they have the most keys), then one program per decode sequence. Step inputs
     (query start locations, sequence lengths, block tables: no kernel writes them) are read before pdl_wait; a
     program with no work returns without waiting."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
     hk = tl.program_id(1)
-    if pid < NUM_CHUNKS * CHUNK_BLOCKS:
-        qb = CHUNK_BLOCKS - 1 - pid // NUM_CHUNKS
+    if pid < NUM_CHUNKS * chunk_blocks:
+        qb = chunk_blocks - 1 - pid // NUM_CHUNKS
         c = pid % NUM_CHUNKS
         q_start = tl.load(cqsl_ptr + c)
         q_len = tl.load(cqsl_ptr + c + 1) - q_start
@@ -81,7 +84,7 @@ def _mixed_kernel(
                 G, D, PAGE, BLOCK_Q, BLOCK_GP, BLOCK_NP, BLOCK_D, PREC,
             )
     else:
-        b = pid - NUM_CHUNKS * CHUNK_BLOCKS
+        b = pid - NUM_CHUNKS * chunk_blocks
         row = tl.load(dqsl_ptr + b)
         if row < tl.load(cqsl_ptr):
             S = tl.load(dseq_ptr + b)
@@ -99,6 +102,16 @@ def _mixed_kernel(
             )
             dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
             tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
+
+
+def mixed_tiles(dtype: torch.dtype, group: int, max_chunk_len: int) -> tuple[dict, dict, int]:
+    """The launch choices of _mixed_kernel, which alone set its compiled variant (with the model's head layout): the
+    decode programs' config, the chunk programs' (prefill_config for max_chunk_len queries) and the query tokens a
+    chunk program takes."""
+    key = "fp32" if dtype == torch.float32 else "bf16"
+    block_g = next_pow2(group)
+    pre = prefill_config(key, max(max_chunk_len, 1), block_g)
+    return decode_config(key, False), pre, max(1, pre["BLOCK_M"] // block_g, 16 // block_g)
 
 
 def mixed_attention_triton(
@@ -127,19 +140,16 @@ def mixed_attention_triton(
     nd, nc = decode_seq_lens.shape[0], chunk_seq_lens.shape[0]
     if T == 0 or nd + nc == 0:
         return out
-    key = "fp32" if q.dtype == torch.float32 else "bf16"
-    dec = decode_config(key, False)
+    dec, pre, BLOCK_Q = mixed_tiles(q.dtype, G, max_chunk_len)
     BLOCK_GP = next_pow2(G)
-    pre = prefill_config(key, max(max_chunk_len, 1), BLOCK_GP)
-    BLOCK_Q = max(1, pre["BLOCK_M"] // BLOCK_GP, 16 // BLOCK_GP)
     chunk_blocks = triton.cdiv(max(max_chunk_len, 1), BLOCK_Q) if nc else 0
     _mixed_kernel[(nc * chunk_blocks + nd, Hkv)](
         q, kv_cache, out, decode_qsl, decode_seq_lens, decode_block_tables, chunk_qsl, chunk_seq_lens,
         chunk_block_tables, scale, scale * LOG2E,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3),
-        decode_block_tables.stride(0), chunk_block_tables.stride(0),
-        G=G, D=D, PAGE=page, NUM_CHUNKS=nc, CHUNK_BLOCKS=chunk_blocks, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
+        decode_block_tables.stride(0), chunk_block_tables.stride(0), chunk_blocks,
+        G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
         num_stages=pre["num_stages"], **pdl_args(q.device),

@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from tachyon import kernels
-from tachyon.kernels._triton import sm_count
 from tachyon.kernels.attention_config import mixed_one_launch
 from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
 from tachyon.models.prefetch import WeightPrefetcher
@@ -67,7 +66,7 @@ class Attention(nn.Module):
             q = self._store_kv(positions, qkv, meta)
             o = torch.empty_like(q)
             dec, chunk = meta.parts
-            if mixed_one_launch(dec.seq_lens.shape[0], self.num_kv_heads, dec.max_seq_len, sm_count(q.device)):
+            if mixed_one_launch():
                 kernels.mixed_attention(q, self.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
                                         chunk.query_start_loc, chunk.seq_lens, chunk.block_tables,
                                         chunk.max_query_len, chunk.max_seq_len, self.scale, out=o)

@@ -237,3 +237,27 @@ def test_capacity_counts_the_decode_buckets_padding(tiny_qwen3):
                              last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
     mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [8, 16]
     assert [mixed.capacity(d) for d in (1, 3, 4, 5, 8)] == [19, 17, 16, 19, 16]
+
+
+@pytest.mark.parametrize("hq,hkv", [(28, 4), (16, 8)])  # Qwen2.5-7B, Qwen3-0.6B
+def test_compile_keys_cover_every_mixed_kernel_variant(hq, hkv, monkeypatch):
+    """With the one-launch mixed attention on, the keys the warm-up's compile pass runs (`compile_keys`) need every
+    variant of its kernel that any key needs (a variant missing from the pass compiles at capture, one at a time:
+    H200 7B cold start-up 46-81 s when every key was a variant)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tachyon.engine.mixed_graph import CHUNK_BUCKETS, DECODE_BUCKETS
+    from tachyon.kernels.attention_mixed import mixed_tiles
+
+    monkeypatch.setenv("TACHYON_MIXED_ATTN", "one")
+    runner = SimpleNamespace(decode_buckets=list(DECODE_BUCKETS), chunk_buckets=list(CHUNK_BUCKETS))
+    compiled = MixedGraphRunner.compile_keys(runner)
+    keys = [(d, c) for d in DECODE_BUCKETS for c in CHUNK_BUCKETS]
+
+    def variants(ks):
+        return {repr(mixed_tiles(torch.bfloat16, hq // hkv, d + c)) for d, c in ks}
+
+    assert len(compiled) < len(keys)
+    assert variants(keys) <= variants(compiled)
