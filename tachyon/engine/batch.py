@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
 
 from tachyon.engine.scheduler import SchedulerOutput
+
+
+def prune_last_layer() -> bool:
+    """Steps run the last layer's attention output path and MLP only on the rows that sample (a prefill
+    chunk's other rows feed nothing after it; models' `keep`). TACHYON_PRUNE_LAST_LAYER=0: every row (an A/B
+    knob, read per eager step and at a graph's capture)."""
+    return os.environ.get("TACHYON_PRUNE_LAST_LAYER", "1") != "0"
 
 
 @dataclass
@@ -30,7 +38,7 @@ class KeptRows:
     layer's attention output path and MLP on those rows only. `meta` describes them as one query per
     sequence, each at its sequence's last position of the step (max_query_len 1; no slots: the full batch's
     pass stores the K/V)."""
-    rows: torch.Tensor  # int64 [n], flat token indices, ascending
+    rows: torch.Tensor  # int64 [n], flat token indices (build_batch's ascending; a mixed graph's padding rows repeat 0)
     meta: AttentionMetadata
 
 

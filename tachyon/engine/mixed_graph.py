@@ -12,7 +12,10 @@ bucket's padding rows carry prompt tokens instead of garbage (`capacity`). Atten
 output, in this order: the decode kernel over D sequences (rows [0, D): sequences [d, D) are padding that attend to
 one garbage key), then the prefill kernel over the MAX_CHUNKS chunk sequences (an absent chunk has no query rows),
 which overwrites the rows from d on that the decode part wrote as padding. Sample rows: one per request in the
-step's order (decode rows, then each chunk's last token), then greedy padding rows.
+step's order (decode rows, then each chunk's last token), then greedy padding rows (row 0); `keep_seq` maps each to
+its sequence (padding rows: sequence 0). The last layer stores every row's K/V but runs its attention output path
+and MLP on the sample rows only (the model's `keep`), unless TACHYON_PRUNE_LAST_LAYER=0 at capture (graphs) or at
+the step (eager).
 
 Contract: `fits(sched)` says whether a step can replay a graph: its requests are d >= 1 decodes (one token each, at
 its last position), then one or two chunks of prompt tokens (`is_chunk`), d <= max_decodes, the chunks' tokens fit
@@ -35,7 +38,7 @@ import numpy as np
 import torch
 
 from tachyon import kernels
-from tachyon.engine.batch import AttentionMetadata
+from tachyon.engine.batch import AttentionMetadata, KeptRows, prune_last_layer
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
@@ -70,15 +73,17 @@ class MixedGraphRunner(StepGraphs):
         T, S, MB = max_decodes + max_chunk, max_decodes + MAX_CHUNKS, -(-max_model_len // block_size)
         i64, i32, f32 = torch.int64, torch.int32, torch.float32
         # sequences: decode rows 0..D-1, the chunks at D, D+1 (seq_lens, block_tables); sample rows: one per request
+        # (rows: its token row, keep_seq: its sequence)
         self.staging = StagingBuffers(
             [(n, i64, (T,)) for n in ("input_ids", "positions", "slots", "src")]
-            + [(n, i64, (S,)) for n in ("rows", "seeds", "steps")]
+            + [(n, i64, (S,)) for n in ("rows", "keep_seq", "seeds", "steps")]
             + [("chunk_qsl", i32, (MAX_CHUNKS + 1,))]
             + [(n, i32, (S,)) for n in ("seq_lens", "top_k")]
             + [(n, f32, (S,)) for n in ("temperature", "top_p", "min_p")]
             + [("block_tables", i32, (S, MB))], device)
         self.buf = self.staging.device
-        self.decode_qsl = torch.arange(max_decodes + 1, dtype=i32, device=device)
+        # the decode part's query_start_loc and the kept rows' (one per sample row)
+        self.decode_qsl = torch.arange(S + 1, dtype=i32, device=device)
         # one logits buffer for every graph (a graph's own output would stay allocated per key)
         self.logits = torch.zeros(S, vocab_size, dtype=f32, device=device)
 
@@ -158,13 +163,27 @@ class MixedGraphRunner(StepGraphs):
         return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + k], buf["slots"][:t],
                                  buf["block_tables"][: d + k], t, self.max_model_len, False, parts=(decode, chunk))
 
+    def _kept(self, d: int) -> KeptRows:
+        """The s = d + MAX_CHUNKS sample rows of a key with decode bucket d, sample row i the last row of sequence
+        keep_seq[i] (its metadata gathered on the device)."""
+        buf, s = self.buf, d + MAX_CHUNKS
+        seq = buf["keep_seq"][:s]
+        meta = AttentionMetadata(self.decode_qsl[: s + 1], buf["seq_lens"].index_select(0, seq), buf["slots"][:0],
+                                 buf["block_tables"].index_select(0, seq), 1, self.max_model_len, True)
+        return KeptRows(buf["rows"][:s], meta)
+
     def _step(self, d: int, c: int) -> torch.Tensor:
+        """The padded step of key (d, c) on the staging buffers. The last layer runs only on the sample rows unless
+        prune_last_layer() is off, read here: a graph keeps what was in force at its capture."""
         buf = self.buf
         t, s = d + c, d + MAX_CHUNKS
         x = kernels.embed_step(self.model.embed_tokens.weight, buf["input_ids"][:t], buf["src"][:t], self.last_tokens)
-        hidden = self.model(None, buf["positions"][:t], self._meta(d, c), inputs_embeds=x)
+        keep = self._kept(d) if prune_last_layer() else None
+        hidden = self.model(None, buf["positions"][:t], self._meta(d, c), inputs_embeds=x, keep=keep)
+        if keep is None:
+            hidden = hidden[buf["rows"][:s]]
         logits = self.logits[:s]
-        logits.copy_(self.model.compute_logits(hidden[buf["rows"][:s]], out_dtype=torch.float32))
+        logits.copy_(self.model.compute_logits(hidden, out_dtype=torch.float32))
         return kernels.sample(logits, buf["temperature"][:s], buf["top_k"][:s], buf["top_p"][:s], buf["min_p"][:s],
                               buf["seeds"][:s], buf["steps"][:s], out=self.last_tokens[:s])
 
@@ -180,7 +199,7 @@ class MixedGraphRunner(StepGraphs):
             h["positions"][i] = pos
             h["slots"][i] = r.block_ids[pos // bsz] * bsz + pos % bsz
             h["src"][i] = src_rows[i]
-            h["rows"][i] = i
+            h["rows"][i] = h["keep_seq"][i] = i
             h["seq_lens"][i] = pos + 1
             h["block_tables"][i, : len(r.block_ids)] = r.block_ids
         # padding decode sequences (their rows hold chunk or padding tokens): attend to one garbage key
@@ -199,7 +218,7 @@ class MixedGraphRunner(StepGraphs):
             h["src"][lo:hi] = -1
             h["seq_lens"][d_pad + j] = end
             h["block_tables"][d_pad + j, : len(blocks)] = blocks
-            h["rows"][d + j] = hi - 1
+            h["rows"][d + j], h["keep_seq"][d + j] = hi - 1, d_pad + j
             lo = hi
             qsl.append(hi)
         k = len(qsl) - 1
@@ -214,6 +233,7 @@ class MixedGraphRunner(StepGraphs):
             h["temperature"][i], h["top_k"][i], h["top_p"][i], h["min_p"][i] = p.temperature, p.top_k, p.top_p, p.min_p
             h["seeds"][i], h["steps"][i] = q.sample_seed, q.num_sampled
         self._pad_samples(h, d + k, d_pad + MAX_CHUNKS)
+        h["keep_seq"][d + k: d_pad + MAX_CHUNKS] = 0
         self.staging.upload_rows("block_tables", d_pad + MAX_CHUNKS)
 
     def run(self, sched: SchedulerOutput, src_rows: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -235,4 +255,5 @@ class MixedGraphRunner(StepGraphs):
             h["block_tables"][:, 0] = 0
             h["chunk_qsl"][:] = 0
             self._pad_samples(h, 0, self.max_decodes + MAX_CHUNKS)
+            h["keep_seq"][:] = 0
             self.staging.upload()

@@ -11,13 +11,12 @@ CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_start
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 
 from tachyon import kernels
-from tachyon.engine.batch import build_batch
+from tachyon.engine.batch import build_batch, prune_last_layer
 from tachyon.engine.request import Request
 from tachyon.engine.runner_startup import RunnerStartup
 from tachyon.engine.sampler import Sampler, SampleResult, compute_logprobs, logprob_dict, sampling_tensors
@@ -27,13 +26,6 @@ from tachyon.models.spec import ModelSpec
 # Prompt logprobs take the full-vocabulary logits of every prompt row, ~11 bytes per (row, vocab entry) at their peak
 # (logits, fp32 log-softmax, the rank mask): 512 rows of a 152k vocabulary ~0.9 GB, whatever the step's token budget.
 PROMPT_LOGPROB_ROWS = 512
-
-
-def prune_last_layer() -> bool:
-    """Eager steps run the last layer's attention output path and MLP only on the rows that sample (a prefill
-    chunk's other rows feed nothing after it; models' `keep`). TACHYON_PRUNE_LAST_LAYER=0: every row (an A/B
-    knob, read per step)."""
-    return os.environ.get("TACHYON_PRUNE_LAST_LAYER", "1") != "0"
 
 
 @dataclass

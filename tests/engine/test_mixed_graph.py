@@ -75,6 +75,45 @@ def test_padded_mixed_step_matches_unpadded(tiny_qwen3):
     eng.check_integrity()
 
 
+@pytest.mark.parametrize("prune", ["1", "0"])
+def test_two_chunks_beside_padded_decodes_match_all_rows_step(tiny_qwen3, prune, monkeypatch):
+    """3 decodes in decode bucket 4, then two whole prompts: every request's logits (the decodes' and both chunks'
+    last tokens) equal the eager all-rows step's, whether the last layer runs on the sample rows only (their
+    sequences: 0, 1, 2, then the chunks' 4 and 5, not 3 and 4) or on every row (TACHYON_PRUNE_LAST_LAYER=0)."""
+    monkeypatch.setenv("TACHYON_PRUNE_LAST_LAYER", prune)
+    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
+    eng = llm.engine
+    for i, p in enumerate(_prompts(3, seed=5)):
+        eng.add_request(f"d{i}", p, SamplingParams(temperature=0.8, seed=i, max_tokens=8))
+    eng.step()
+    eng.step()
+    for i, p in enumerate(_prompts(2, seed=9, lo=5, hi=8)):
+        eng.add_request(f"c{i}", p, SamplingParams(temperature=0.0, max_tokens=4))
+    sched = eng.scheduler.schedule()
+    assert sched.num_new_tokens[:3] == [1, 1, 1] and len(sched.requests) == 5
+    r = eng.runner
+    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
+    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
+    assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
+    keeps = []
+    forward = r.model.forward
+    monkeypatch.setattr(r.model, "forward", lambda *a, keep=None, **kw: (keeps.append(keep), forward(*a, **kw,
+                                                                                                     keep=keep))[1])
+    logits, tokens = mixed.run(sched)
+    assert (keeps[0] is not None) == (prune == "1")
+    batch = build_batch(sched, r.block_size, r.device)
+    hidden = r.model(batch.input_ids, batch.positions, batch.meta)
+    ref = r.model.compute_logits(hidden[batch.logits_rows]).float()
+    torch.testing.assert_close(logits, ref, rtol=1e-4, atol=1e-4)
+    assert torch.isfinite(mixed.logits[:6]).all(), "the padding sample row"
+    assert [int(t) for t in tokens[3:]] == ref[3:].argmax(-1).tolist(), "the chunks' rows draw greedily"
+    for rid in ("d0", "d1", "d2", "c0", "c1"):
+        eng.abort(rid)
+    eng.check_integrity()
+
+
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_mixed_path_greedy_matches_transformers(arch):
     """At most 3 running requests of varied lengths and a 24-token budget: a finished request's place goes to the
