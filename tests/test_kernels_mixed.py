@@ -118,9 +118,9 @@ def test_mixed_attention_equals_two_part_attention():
 
 
 def test_mixed_one_launch_knob(monkeypatch):
-    """Two launches unless TACHYON_MIXED_ATTN=one; a bad value names the knob."""
+    """One launch unless TACHYON_MIXED_ATTN=two; a bad value names the knob."""
     monkeypatch.delenv("TACHYON_MIXED_ATTN", raising=False)
-    assert not attn_cfg.mixed_one_launch()
+    assert attn_cfg.mixed_one_launch()
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "one")
     assert attn_cfg.mixed_one_launch()
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "two")

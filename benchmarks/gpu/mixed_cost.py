@@ -5,9 +5,9 @@ time breakdown of the mixed replay (torch.profiler; the kernels' summed time and
 where kernels overlap: a kernel launched early through PDL counts its wait).
 
 TACHYON_MIXED_COST_SKIP_CHUNK=1 captures every graph with the chunks' attention left out (the decode rows' attention
-still runs): the replay's drop against a normal process is the chunk attention's real cost. It acts on the two-launch
-form only (the default; TACHYON_MIXED_ATTN=one runs both parts in one launch, which it leaves alone). Timing only:
-that process's logits are wrong.
+still runs): the replay's drop against a normal process is the chunk attention's real cost. It acts on the two-
+launch form only (TACHYON_MIXED_ATTN=two; the default one-launch form runs both parts in one kernel, which it leaves
+alone). Timing only: that process's logits are wrong.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_cost.py --out DIR [--shape qwen2.5-7b]
                                       [--steps 200:40+48,144:88,...] [--tag NAME]

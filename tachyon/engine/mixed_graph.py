@@ -8,14 +8,15 @@ costs one launch.
 Layout of a padded step of key (D, C) with d real decode rows: rows [0, d) are the decode rows, one per sequence;
 the chunks' tokens follow at once, from row d (the first chunk's, then the second's), and padding tokens that belong
 to no sequence and store nothing fill the rows up to D + C. So a step holds up to D + C - d chunk tokens: the decode
-bucket's padding rows carry prompt tokens instead of garbage (`capacity`). Attention runs in two parts into one
-output, in this order: the decode kernel over D sequences (rows [0, D): sequences [d, D) are padding that attend to
-one garbage key), then the prefill kernel over the MAX_CHUNKS chunk sequences (an absent chunk has no query rows),
-which overwrites the rows from d on that the decode part wrote as padding. Sample rows: one per request in the
-step's order (decode rows, then each chunk's last token), then greedy padding rows (row 0); `keep_seq` maps each to
-its sequence (padding rows: sequence 0). The last layer stores every row's K/V but runs its attention output path
-and MLP on the sample rows only (the model's `keep`), unless TACHYON_PRUNE_LAST_LAYER=0 at capture (graphs) or at
-the step (eager).
+bucket's padding rows carry prompt tokens instead of garbage (`capacity`). Attention covers two parts, the D decode
+sequences (rows [0, D): sequences [d, D) are padding) and the MAX_CHUNKS chunk sequences (an absent chunk has no
+query rows), into one output: by default in one launch, which skips the padding decode sequences
+(kernels.mixed_attention); with TACHYON_MIXED_ATTN=two the decode kernel first (its padding sequences attend to one
+garbage key), then the prefill kernel, which overwrites the rows from d on that the decode part wrote as padding.
+Sample rows: one per request in the step's order (decode rows, then each chunk's last token), then greedy padding
+rows (row 0); `keep_seq` maps each to its sequence (padding rows: sequence 0). The last layer stores every row's K/V
+but runs its attention output path and MLP on the sample rows only (the model's `keep`), unless
+TACHYON_PRUNE_LAST_LAYER=0 at capture (graphs) or at the step (eager).
 
 Contract: `fits(sched)` says whether a step can replay a graph: its requests are d >= 1 decodes (one token each, at
 its last position), then one or two chunks of prompt tokens (`is_chunk`), d <= max_decodes, the chunks' tokens fit

@@ -113,12 +113,12 @@ def decode_fused_early_tile() -> bool:
 
 
 def mixed_one_launch() -> bool:
-    """Whether a mixed step's attention (decode rows beside prompt chunks) runs as one launch (attention_mixed.py)
-    rather than the decode kernel then the prefill kernel: TACHYON_MIXED_ATTN=one (opt-in) / two (the default). An A/B
-    knob read per forward: a CUDA graph keeps what was in force at capture. On the H200 one launch cut a 7B mixed
-    step's GPU time by 0-2.3% and made the flat policy's nano256 1.4% faster (stop 37); it stays opt-in until a cold
-    start-up with it is measured (stop 37's first form compiled a variant per graph key: 46-81 s)."""
+    """Whether a mixed step's attention (decode rows beside prompt chunks) runs as one launch (attention_mixed.py,
+    the default, TACHYON_MIXED_ATTN=one) or as the decode kernel then the prefill kernel (TACHYON_MIXED_ATTN=two).
+    An A/B knob read per forward: a CUDA graph keeps what was in force at capture. On the H200 one launch cut a 7B
+    mixed step's GPU time by 0-2.3% and made the flat policy's nano256 1.4% faster (stop 37); a cold 7B start-up
+    with it took 18.4 s (two launches: 17.0) and requests arriving at 8/s saw the same TTFT and throughput (stop 38)."""
     env = os.environ.get("TACHYON_MIXED_ATTN", "")
     if env not in ("", "one", "two"):
         raise ValueError(f"TACHYON_MIXED_ATTN must be 'one' or 'two', got {env!r}")
-    return env == "one"
+    return env != "two"

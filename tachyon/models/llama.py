@@ -58,7 +58,8 @@ class Attention(nn.Module):
         position seq_len - 1): one fused call, (q/k norm,) rotary, K/V store into `self.kv_cache` and
         attention. Otherwise one call for the norm / rotary / store (q comes back contiguous), then the
         attention kernel; a mixed step's `meta.parts` (decode part, chunk part) go through one launch
-        (kernels.mixed_attention) or one kernel per part (attention_config.mixed_one_launch), into one output; rows
+        (kernels.mixed_attention; the default) or one kernel per part (attention_config.mixed_one_launch), into one
+        output; rows
         neither part covers are left unwritten."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
