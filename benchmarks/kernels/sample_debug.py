@@ -1,4 +1,4 @@
-"""Diagnose the sampler's direct path on the GPU at test-sized bins (tests/test_kernels_sampling.py's
+"""Diagnose the sampler's direct path on the GPU at test-sized bins (tests/test_kernels_sampling_kept.py's
 test_sampling_paths_agree, first configuration): runs the four kernels as sample_triton does and, per
 row, compares the histogram kernel's bin counts and the candidate slots the select kernel filled with a
 torch recount from the same (m, 1/w). Prints one line per row and any mismatch.
