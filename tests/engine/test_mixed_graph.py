@@ -51,6 +51,24 @@ def _decoding_with_new_prompt(llm: LLM, decodes: int, chunk: int) -> SchedulerOu
     return eng.scheduler.schedule()
 
 
+def _small_mixed_runner(r, sched: SchedulerOutput) -> MixedGraphRunner:
+    """An eager mixed runner on runner `r`'s model with buckets decode 4/8 and chunk 16; `sched` must take key
+    (4, 16)."""
+    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
+                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
+                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
+    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
+    assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
+    return mixed
+
+
+def _eager_all_rows_logits(r, sched: SchedulerOutput) -> torch.Tensor:
+    """The plain eager step's fp32 logits of each sampling request, every row through the last layer."""
+    batch = build_batch(sched, r.block_size, r.device)
+    hidden = r.model(batch.input_ids, batch.positions, batch.meta)
+    return r.model.compute_logits(hidden[batch.logits_rows]).float()
+
+
 def test_padded_mixed_step_matches_unpadded(tiny_qwen3):
     """Padding decode rows (3 -> bucket 4), padding chunk tokens (11 -> bucket 16): the requests' logits equal
     the plain eager step's, and the drawn tokens are those rows' draws."""
@@ -59,15 +77,9 @@ def test_padded_mixed_step_matches_unpadded(tiny_qwen3):
     sched = _decoding_with_new_prompt(llm, decodes=3, chunk=11)
     assert sched.num_new_tokens == [1, 1, 1, 11]
     r = eng.runner
-    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
-                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
-    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
-    assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
+    mixed = _small_mixed_runner(r, sched)
     logits, tokens = mixed.run(sched)
-    batch = build_batch(sched, r.block_size, r.device)
-    hidden = r.model(batch.input_ids, batch.positions, batch.meta)
-    ref = r.model.compute_logits(hidden[batch.logits_rows]).float()
+    ref = _eager_all_rows_logits(r, sched)
     torch.testing.assert_close(logits, ref, rtol=1e-4, atol=1e-4)
     assert tokens.shape == (4,) and int(tokens[3]) == int(ref[3].argmax()), "the chunk's row draws greedily"
     for rid in ("d0", "d1", "d2", "c"):
@@ -92,20 +104,14 @@ def test_two_chunks_beside_padded_decodes_match_all_rows_step(tiny_qwen3, prune,
     sched = eng.scheduler.schedule()
     assert sched.num_new_tokens[:3] == [1, 1, 1] and len(sched.requests) == 5
     r = eng.runner
-    mixed = MixedGraphRunner(r.model, max_decodes=8, max_chunk=16, max_model_len=r.max_model_len,
-                             block_size=r.block_size, vocab_size=r.spec.vocab_size, device=r.device,
-                             last_tokens=torch.zeros(10, dtype=torch.int64), use_graphs=False)
-    mixed.decode_buckets, mixed.chunk_buckets = [4, 8], [16]
-    assert mixed.fits(sched) and mixed.key_for(sched) == (4, 16)
+    mixed = _small_mixed_runner(r, sched)
     keeps = []
     forward = r.model.forward
     monkeypatch.setattr(r.model, "forward", lambda *a, keep=None, **kw: (keeps.append(keep), forward(*a, **kw,
                                                                                                      keep=keep))[1])
     logits, tokens = mixed.run(sched)
     assert (keeps[0] is not None) == (prune == "1")
-    batch = build_batch(sched, r.block_size, r.device)
-    hidden = r.model(batch.input_ids, batch.positions, batch.meta)
-    ref = r.model.compute_logits(hidden[batch.logits_rows]).float()
+    ref = _eager_all_rows_logits(r, sched)
     torch.testing.assert_close(logits, ref, rtol=1e-4, atol=1e-4)
     assert torch.isfinite(mixed.logits[:6]).all(), "the padding sample row"
     assert [int(t) for t in tokens[3:]] == ref[3:].argmax(-1).tolist(), "the chunks' rows draw greedily"
