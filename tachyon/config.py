@@ -52,10 +52,10 @@ class EngineConfig:
     # CPU, where a launched step runs to completion at launch, so overlap only hands each token back one step late
     # (SmolLM2 seed8 on 2 cores: TTFT 534 against transformers' 357 ms with it on)
     overlap_scheduling: bool | None = None
-    # admission order (engine/scheduler.py): "fcfs" (first come, first served), "lpt" (longest remaining output
-    # first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%, Qwen3-0.6B
-    # -2 to -6%, benchmarks/results/session20/) or "flat" (lpt's order, each step filled to ~288+ rows with prompt
-    # chunks beside the decodes; opt-in, for offline batches)
+    # admission order (engine/scheduler.py): "fcfs" (first come, first served; the server's), "lpt" (longest remaining
+    # output first, the running set capped so the batch stays flat; opt-in: H200, Qwen2.5-7B nano256 +1.2-2.2%,
+    # Qwen3-0.6B -2 to -6%, benchmarks/results/session20/) or "flat" (lpt's order, each step filled to ~288+ rows
+    # with prompt chunks beside the decodes; the offline LLM's default on CUDA devices, engine/llm.py)
     scheduling_policy: str = "fcfs"
     served_model_name: str | None = None
     hf_config_overrides: dict | None = None  # merged into the checkpoint's config.json before building

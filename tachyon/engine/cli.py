@@ -33,10 +33,10 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int, default=512)
     p.add_argument("--max-num-batched-tokens", type=int, default=None,
                    help=f"tokens per step (default: the offline LLM's, {OFFLINE_MAX_NUM_BATCHED_TOKENS:,})")
-    p.add_argument("--scheduling-policy", default="fcfs", choices=["fcfs", "lpt", "flat"],
+    p.add_argument("--scheduling-policy", default=None, choices=["fcfs", "lpt", "flat"],
                    help="admission order: fcfs (arrival order), lpt (longest remaining output first, a flat "
                         "running set) or flat (lpt's order, prompt chunks filling each step beside the decodes; "
-                        "engine/scheduler.py)")
+                        "engine/scheduler.py). Default: flat on a CUDA device, fcfs on the CPU")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--enforce-eager", action="store_true")
     p.add_argument("--prefill-graph-max-tokens", type=int, default=512,
@@ -52,17 +52,18 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 
 
 def engine_kwargs(args: argparse.Namespace) -> dict:
-    """EngineConfig arguments from add_engine_args' flags; max_num_batched_tokens only when given (LLM then picks
-    the offline default for its device)."""
+    """EngineConfig arguments from add_engine_args' flags; max_num_batched_tokens and scheduling_policy only when
+    given (LLM then picks the offline defaults for its device)."""
     kw = dict(load_format=args.load_format, dtype=args.dtype, device=args.device,
               max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
-              scheduling_policy=args.scheduling_policy,
               gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
               prefill_graph_max_tokens=args.prefill_graph_max_tokens,
               mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
               quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
     if args.max_num_batched_tokens is not None:
         kw["max_num_batched_tokens"] = args.max_num_batched_tokens
+    if args.scheduling_policy is not None:
+        kw["scheduling_policy"] = args.scheduling_policy
     return kw
 
 

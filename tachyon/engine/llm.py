@@ -19,20 +19,35 @@ Prompt = str | list[int] | dict
 # bs1's decode ~2% slower (1,482 against 1,515 tok/s, TPOT 0.669 against 0.655 ms, whatever the KV cache's size:
 # benchmarks/results/session24/); 8,192 is the default on every device again.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
+# `LLM`'s admission order on a CUDA device when none is given: every step filled to ~288 rows with prompt chunks beside
+# the decodes (engine/scheduler.py). H200, same board and commit (benchmarks/results/session32/): Qwen2.5-7B nano256
+# 13,587.8 against fcfs' 12,941.2 tok/s (+5.0%; earlier boards +2.3 to +3.5%), Qwen3-0.6B level (stop 38); bs1 and
+# seed8 schedule as under fcfs (their prompts fit the first step). Prompts are admitted over the whole run, so TTFT
+# rises (7B nano256 mean 3.64 s against 1.71): the server keeps EngineConfig's fcfs. Elsewhere (the CPU, where no
+# step is bound by the weight read) fcfs.
+OFFLINE_GPU_SCHEDULING_POLICY = "flat"
+
+
+def offline_policy(config: EngineConfig) -> str:
+    """The admission order `LLM` uses when none is given: OFFLINE_GPU_SCHEDULING_POLICY on a CUDA device, else
+    EngineConfig's default (fcfs)."""
+    return OFFLINE_GPU_SCHEDULING_POLICY if config.resolved_device().type == "cuda" else config.scheduling_policy
 
 
 class LLM:
     """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
 
     Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
-    OFFLINE_MAX_NUM_BATCHED_TOKENS."""
+    OFFLINE_MAX_NUM_BATCHED_TOKENS, and `scheduling_policy` left out (or None) is `offline_policy`'s."""
 
     def __init__(self, model: str | None = None, **engine_args):
         budget = engine_args.pop("max_num_batched_tokens", None)
         if budget is None:
             budget = OFFLINE_MAX_NUM_BATCHED_TOKENS
+        policy = engine_args.pop("scheduling_policy", None)
         config = EngineConfig.from_kwargs(model=model, **engine_args)
-        self.engine = LLMEngine(replace(config, max_num_batched_tokens=budget))
+        config = replace(config, max_num_batched_tokens=budget, scheduling_policy=policy or offline_policy(config))
+        self.engine = LLMEngine(config)
         self._ids = itertools.count()
 
     def get_tokenizer(self):

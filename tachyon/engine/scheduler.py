@@ -22,13 +22,14 @@ Policies:
         the cap larger than needed, which tends to fcfs. Measured on an H200 (nano256): +1.2-2.2% on Qwen2.5-7B,
         -2 to -6% on Qwen3-0.6B, whose admissions' eager mixed steps are bound by the host
         (docs/performance-history.md, stop 27).
-  flat  opt-in, for offline batches: waiting requests in lpt's order, and each step filled to about R rows, R
-        the larger of FLAT_MIN_ROWS and ceil((remaining prompt + output tokens) / horizon), the horizon being the
-        longest remaining output among running and waiting requests: every running decode, then prompt tokens up
-        to R (the end of the prompt in progress, then the start of the next; at most FLAT_MAX_CHUNKS prompts a
-        step). Prefill rides on decode steps that would otherwise be bound by the weight read, and the batch
-        drains into few weight-bound steps at the end. `chunk_fit(decodes, tokens)` (the runner's mixed graphs'
-        `tight_chunk`, when it has them) rounds a step's prompt tokens to a size its graph holds unpadded.
+  flat  the offline LLM's default on a CUDA device (engine/llm.py): waiting requests in lpt's order, and each step
+        filled to about R rows, R the larger of FLAT_MIN_ROWS and ceil((remaining prompt + output tokens) /
+        horizon), the horizon being the longest remaining output among running and waiting requests: every running
+        decode, then prompt tokens up to R (the end of the prompt in progress, then the start of the next; at most
+        FLAT_MAX_CHUNKS prompts in a step with decodes, as many as fit in one without). Prefill rides on decode
+        steps that would otherwise be bound by the weight read, and the batch drains into few weight-bound steps at
+        the end. `chunk_fit(decodes, tokens)` (the runner's mixed graphs' `tight_chunk`, when it has them) rounds a
+        step's prompt tokens to a size its graph holds unpadded.
 """
 
 from __future__ import annotations
@@ -131,7 +132,10 @@ class Scheduler:
         out = SchedulerOutput()
         budget, max_chunks = self.max_num_batched_tokens, None
         if self.policy == "flat":
-            budget, max_chunks = self._flat_budget(), FLAT_MAX_CHUNKS
+            budget, decodes = self._flat_budget()
+            # a mixed graph carries at most FLAT_MAX_CHUNKS prompts beside decodes; a step without decodes is a
+            # prefill step, which takes as many prompts as fit (seed8's 8 prompts in one step, as under fcfs)
+            max_chunks = FLAT_MAX_CHUNKS if decodes else None
         chunks = 0  # flat: prompts with tokens in this step
         i = 0
         while i < len(self.running) and budget > 0:
@@ -191,9 +195,9 @@ class Scheduler:
         self.waiting = deque(sorted(self.waiting, key=_lpt_key))  # stable: ties keep arrival order
         self._waiting_sorted = True
 
-    def _flat_budget(self) -> int:
-        """This step's token budget under flat: every running decode, plus prompt tokens up to R rows (module
-        docstring), as `chunk_fit` rounds them; no more than max_num_batched_tokens."""
+    def _flat_budget(self) -> tuple[int, int]:
+        """(this step's token budget under flat, its decode rows): every running decode, plus prompt tokens up to R
+        rows (module docstring), as `chunk_fit` rounds them; no more than max_num_batched_tokens."""
         decodes, prompt, output, horizon = 0, self._waiting_prompt, self._waiting_output, 0
         for r in self.running:
             if r.awaits_last_token:
@@ -211,14 +215,14 @@ class Scheduler:
                 self._sort_waiting()
             horizon = max(horizon, remaining_output(self.waiting[0]))
         if not prompt:
-            return self.max_num_batched_tokens
+            return self.max_num_batched_tokens, decodes
         rows = max(self.flat_rows, -(-(prompt + output) // max(horizon, 1)))
         want = min(rows, self.max_num_batched_tokens) - decodes
         if want <= 0:
-            return decodes
+            return decodes, decodes
         if self.chunk_fit is not None and decodes:
             want = self.chunk_fit(decodes, want)
-        return min(decodes + want, self.max_num_batched_tokens)
+        return min(decodes + want, self.max_num_batched_tokens), decodes
 
     def _lpt_limits(self) -> tuple[int, int]:
         """(cap on running requests, horizon) for this step's admissions under lpt; orders the waiting queue."""

@@ -1,10 +1,12 @@
-"""The offline LLM's per-step token budget: larger than the server's, so a batch of prompts prefills in fewer steps."""
+"""The offline LLM's defaults: a per-step token budget larger than the server's, so a batch of prompts prefills in
+fewer steps, and on a CUDA device the flat admission order (engine/llm.py)."""
 
 import pytest
 
 from tachyon import LLM, SamplingParams
 from tachyon.config import EngineConfig
-from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS
+from tachyon.engine import llm as llm_module
+from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS, offline_policy
 
 
 def _computed_after_one_step(llm: LLM, prompt_len: int, n: int) -> list[int]:
@@ -55,3 +57,34 @@ def test_cli_budget_reaches_the_llm_only_when_given():
 def test_engine_config_names_a_bad_budget(bad):
     with pytest.raises(ValueError, match="max_num_batched_tokens must be an integer >= 1"):
         EngineConfig(max_num_batched_tokens=bad)
+
+
+def test_offline_policy_is_flat_on_cuda_only():
+    assert offline_policy(EngineConfig(device="cuda")) == "flat"
+    assert offline_policy(EngineConfig(device="cpu")) == "fcfs"
+    assert EngineConfig().scheduling_policy == "fcfs"  # the server builds EngineConfig directly: arrival order
+
+
+@pytest.mark.parametrize("given,expect", [(None, "fcfs"), ("lpt", "lpt"), ("flat", "flat")])
+def test_llm_policy_default_and_override(tiny_llama, given, expect):
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, scheduling_policy=given)
+    assert llm.engine.scheduler.policy == llm.engine.config.scheduling_policy == expect
+
+
+def test_llm_takes_offline_policy_when_none_given(tiny_llama, monkeypatch):
+    """The wiring a CUDA device takes, on the CPU: LLM asks offline_policy, and an explicit policy wins over it."""
+    monkeypatch.setattr(llm_module, "offline_policy", lambda config: "flat")
+    assert LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256).engine.scheduler.policy == "flat"
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, scheduling_policy="fcfs")
+    assert llm.engine.scheduler.policy == "fcfs"
+
+
+def test_cli_policy_reaches_the_llm_only_when_given():
+    import argparse
+
+    from tachyon.engine.cli import add_engine_args, engine_kwargs
+
+    p = argparse.ArgumentParser()
+    add_engine_args(p)
+    assert "scheduling_policy" not in engine_kwargs(p.parse_args([]))  # LLM picks the device's default
+    assert engine_kwargs(p.parse_args(["--scheduling-policy", "lpt"]))["scheduling_policy"] == "lpt"

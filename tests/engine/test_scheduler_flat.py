@@ -61,14 +61,14 @@ def test_flat_fills_each_step_to_its_rows_with_at_most_two_prompts(monkeypatch):
         steps += 1
         chunks = [(r, n) for r, n in zip(out.requests, out.num_new_tokens)
                   if n > 1 or r.num_computed_tokens + n < r.num_tokens]
-        assert len(chunks) <= FLAT_MAX_CHUNKS
         decodes = len(out.requests) - len(chunks)
+        assert len(chunks) <= FLAT_MAX_CHUNKS or not decodes, "two prompts at most beside decodes"
         prompt = out.total_tokens - decodes
         if prompt_left:
             # every decode runs, and prompt tokens fill the rest of R unless the step's two prompts or the prompts
             # left run out first
             assert out.total_tokens <= max(rows, decodes), (steps, out.total_tokens, rows)
-            assert (out.total_tokens == rows or prompt == prompt_left or len(chunks) == FLAT_MAX_CHUNKS
+            assert (out.total_tokens == rows or prompt == prompt_left or (decodes and len(chunks) == FLAT_MAX_CHUNKS)
                     or decodes >= rows), (steps, out.total_tokens, rows, decodes)
             full += out.total_tokens == rows
         first_seen += [r.request_id for r, _ in chunks if r.num_computed_tokens == 0]
@@ -82,6 +82,22 @@ def test_flat_fills_each_step_to_its_rows_with_at_most_two_prompts(monkeypatch):
     longest = max(range(len(lens)), key=lambda i: lens[i][1])
     assert steps <= lens[longest][1] + math.ceil(sum(p for p, _ in lens) / 40) + 2
     s.kv.pool.check_integrity()
+
+
+def test_flat_step_without_decodes_takes_every_prompt_that_fits():
+    """seed8's form: eight short prompts reach an idle engine. They fit one step's rows, and a step without decodes
+    is a prefill step, so all eight start at once, as under fcfs; beside decodes, two prompts at most."""
+    s = _scheduler()
+    for i in range(8):
+        s.add(_req(str(i), 256, 22))
+    out = s.schedule()
+    assert out.num_new_tokens == [22] * 8 and not s.waiting
+    _advance(s, out)
+    for i in range(8, 12):
+        s.add(_req(str(i), 256, 22))
+    out = s.schedule()
+    prompts = [n for n in out.num_new_tokens if n > 1]
+    assert out.num_new_tokens[:8] == [1] * 8 and prompts == [22] * FLAT_MAX_CHUNKS and len(s.waiting) == 2
 
 
 def test_flat_rows_follow_the_work_left_over_the_horizon(monkeypatch):
