@@ -3,6 +3,7 @@ bare GPU machine."""
 
 from __future__ import annotations
 
+import statistics
 import threading
 
 
@@ -39,6 +40,12 @@ class ClockSampler:
     def capped_share(self) -> float | None:
         """Share of the samples throttled by the power cap (None without samples)."""
         return sum(1 for r in self.reasons if r & self.POWER_CAP) / len(self.reasons) if self.reasons else None
+
+    def summary(self) -> dict:
+        """Median board power (W) and SM clock (MHz), and the power-capped share; None each without samples."""
+        return {"power_w_median": statistics.median(self.power_w) if self.power_w else None,
+                "sm_mhz_median": statistics.median(self.samples) if self.samples else None,
+                "power_capped_share": self.capped_share()}
 
     def __enter__(self) -> ClockSampler:
         self._t = threading.Thread(target=self._loop, daemon=True)

@@ -94,9 +94,7 @@ def main() -> None:
             ms = start.elapsed_time(end) / n
             row = {"round": rnd, "rows": r, "chains": n, "ms_per_chain": ms, "us_per_row": ms * 1e3 / r,
                    "mj_per_row": (e1 - e0) * 1e3 / n / r if e1 is not None else None,
-                   "power_w_median": statistics.median(clocks.power_w) if clocks.power_w else None,
-                   "sm_mhz_median": statistics.median(clocks.samples) if clocks.samples else None,
-                   "power_capped_share": clocks.capped_share()}
+                   **clocks.summary()}
             results.append(row)
             print(json.dumps(row), flush=True)
     with open(a.out, "w") as f:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import torch
@@ -119,9 +118,7 @@ def main() -> None:
             row = {"round": rnd, "policy": n, "steps": len(pol[n]), "seconds": s,
                    "tok_s_at_this_time": sched["output_tokens"] / s,
                    "energy_j": e1 - e0 if e1 is not None else None,
-                   "power_w_median": statistics.median(clocks.power_w) if clocks.power_w else None,
-                   "sm_mhz_median": statistics.median(clocks.samples) if clocks.samples else None,
-                   "power_capped_share": clocks.capped_share()}
+                   **clocks.summary()}
             results.append(row)
             print(json.dumps(row), flush=True)
     with open(a.out, "w") as f:
