@@ -46,7 +46,9 @@ class LLM:
             budget = OFFLINE_MAX_NUM_BATCHED_TOKENS
         policy = engine_args.pop("scheduling_policy", None)
         config = EngineConfig.from_kwargs(model=model, **engine_args)
-        config = replace(config, max_num_batched_tokens=budget, scheduling_policy=policy or offline_policy(config))
+        if policy is None:
+            policy = offline_policy(config)
+        config = replace(config, max_num_batched_tokens=budget, scheduling_policy=policy)
         self.engine = LLMEngine(config)
         self._ids = itertools.count()
 

@@ -71,6 +71,13 @@ def test_llm_policy_default_and_override(tiny_llama, given, expect):
     assert llm.engine.scheduler.policy == llm.engine.config.scheduling_policy == expect
 
 
+def test_llm_names_a_bad_policy(tiny_llama):
+    """Only None picks the default: an empty or unknown policy is an error naming the field."""
+    for bad in ("", "sjf"):
+        with pytest.raises(ValueError, match="scheduling_policy"):
+            LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, scheduling_policy=bad)
+
+
 def test_llm_takes_offline_policy_when_none_given(tiny_llama, monkeypatch):
     """The wiring a CUDA device takes, on the CPU: LLM asks offline_policy, and an explicit policy wins over it."""
     monkeypatch.setattr(llm_module, "offline_policy", lambda config: "flat")
