@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N requests only")
     ap.add_argument("--max-model-len", type=int, default=4096)
     ap.add_argument("--temperature", type=float, default=None, help="override the workload's sampling (top-p 1)")
-    ap.add_argument("--scheduling-policy", default=None, choices=["fcfs", "lpt"], help="default: the LLM's")
+    ap.add_argument("--scheduling-policy", default=None, choices=["fcfs", "lpt", "flat"], help="default: the LLM's")
     ap.add_argument("--out", default="out")
     ap.add_argument("--profile-steps", default="",
                     help="comma-separated first:last step windows run under torch.profiler (that run's total is then "

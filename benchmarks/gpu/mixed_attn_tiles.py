@@ -1,0 +1,154 @@
+"""The one-launch mixed attention (kernels/attention_mixed.py) on a flat-policy step's shape, by the chunk programs'
+tile: what the chunk part adds over the decode part alone, and which tile adds least.
+
+A step as engine/mixed_graph.py lays it out under flat on Qwen2.5-7B nano256 (stop 40's timeline: 146 decodes and
+153 prompt tokens a step): D real decodes (contexts uniform in [lo, hi]) in decode bucket DB, two chunks (the end of
+one prompt over its cached prefix, the start of the next) and the chunk bound t = DB + chunk bucket, which is the
+max_query_len the mixed graphs pass. Each variant is timed as one CUDA graph of 28 calls (a step's layers),
+replayed; µs per call. Variants: the decode kernel on the decode part alone (`decode_only`), the two-launch form
+(`two`), and the one launch under each TACHYON_PREFILL_TILE given (`default`: none). Every variant's output is
+compared with the default's on the rows it covers.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_attn_tiles.py --out DIR [--tiles 128:64:8:2,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from tachyon import kernels  # noqa: E402
+
+
+def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket: int, lo: int, hi: int,
+          Hq: int = 28, Hkv: int = 4, D: int = 128, page: int = 16, seed: int = 0) -> dict:
+    """A mixed step's tensors on the GPU (bf16): q over t = bucket + chunk_bucket rows, a paged cache holding every
+    sequence's keys in shuffled blocks, the decode part (bucket sequences; those past `decodes` padding: one key)
+    and the chunk part (chunk rows start at row `decodes`)."""
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    ctx = [rng.randint(lo, hi) for _ in range(decodes)]
+    lens = ctx + [c + n for c, n in chunks]
+    blocks = [-(-s // page) for s in lens]
+    nblk = sum(blocks) + 1
+    perm = torch.randperm(nblk, generator=gen)
+    max_blk = max(blocks)
+    tables = torch.zeros(len(lens), max_blk, dtype=torch.int32)
+    used = 0
+    for i, nb in enumerate(blocks):
+        tables[i, :nb] = perm[used:used + nb].to(torch.int32)
+        used += nb
+    t = bucket + chunk_bucket
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    cache = (torch.randn(2, nblk, page, Hkv, D, generator=gen) * 0.5).to(torch.bfloat16)
+    q = torch.randn(t, Hq, D, generator=gen).to(torch.bfloat16)
+    dec_tables = torch.zeros(bucket, max_blk, dtype=torch.int32)
+    dec_tables[:decodes] = tables[:decodes]
+    dec_lens = torch.ones(bucket, dtype=torch.int32)
+    dec_lens[:decodes] = torch.tensor(ctx, dtype=torch.int32)
+    qsl = [decodes]
+    for _, n in chunks:
+        qsl.append(qsl[-1] + n)
+    return dict(
+        q=q.to(dev), kv_cache=cache.to(dev), decode_qsl=torch.arange(bucket + 1, dtype=torch.int32).to(dev),
+        decode_seq_lens=dec_lens.to(dev), decode_block_tables=dec_tables.to(dev),
+        chunk_qsl=torch.tensor(qsl, dtype=torch.int32).to(dev),
+        chunk_seq_lens=torch.tensor([c + n for c, n in chunks], dtype=torch.int32).to(dev),
+        chunk_block_tables=tables[decodes:].contiguous().to(dev), max_chunk_len=t, max_seq_len=max(lens),
+        scale=D ** -0.5, rows=qsl[-1], decodes=decodes)
+
+
+def runner(form: str, s: dict, out: torch.Tensor):
+    """A callable running one layer's attention of the step in `form` into `out`."""
+    d = s["decodes"]
+    if form == "decode_only":
+        return lambda: kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], s["decode_seq_lens"][:d],
+                                         s["decode_block_tables"][:d], 1, s["max_seq_len"], s["scale"], out=out)
+    if form == "two":
+        def two():
+            kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], s["decode_seq_lens"][:d],
+                              s["decode_block_tables"][:d], 1, s["max_seq_len"], s["scale"], out=out)
+            kernels.attention(s["q"], s["kv_cache"], s["chunk_qsl"], s["chunk_seq_lens"], s["chunk_block_tables"],
+                              s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out)
+        return two
+    return lambda: kernels.mixed_attention(
+        s["q"], s["kv_cache"], s["decode_qsl"], s["decode_seq_lens"], s["decode_block_tables"], s["chunk_qsl"],
+        s["chunk_seq_lens"], s["chunk_block_tables"], s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out)
+
+
+def time_graph(fn, layers: int = 28, reps: int = 60) -> float:
+    """µs per call: fn captured `layers` times in one CUDA graph, replayed `reps` times (median of 3 rounds)."""
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(layers):
+            fn()
+    rounds = []
+    for _ in range(3):
+        g.replay()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            g.replay()
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - t0) / reps / layers * 1e6)
+    return sorted(rounds)[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--tiles", default="128:64:8:2,128:64:4:2,128:32:4:2,64:32:4:2,32:64:4:2,16:64:4:2")
+    ap.add_argument("--steps", default="146/160:70@420+83@0/192,200/224:40@600+48@0/64,96/96:150@300+120@0/320",
+                    help="decodes/bucket:new@cached+new@cached/chunk_bucket, comma-separated")
+    ap.add_argument("--ctx", default="200:1600", help="decode contexts, uniform lo:hi")
+    args = ap.parse_args()
+    lo, hi = (int(v) for v in args.ctx.split(":"))
+    results = []
+    for spec in args.steps.split(","):
+        head, rest = spec.split(":")
+        decodes, bucket = (int(v) for v in head.split("/"))
+        chunk_spec, chunk_bucket = rest.rsplit("/", 1)
+        chunks = [(int(p.split("@")[1]), int(p.split("@")[0])) for p in chunk_spec.split("+")]
+        s = build(decodes, bucket, chunks, int(chunk_bucket), lo, hi)
+        ref = torch.zeros_like(s["q"])
+        os.environ.pop("TACHYON_PREFILL_TILE", None)
+        runner("mixed", s, ref)()
+        rows = s["rows"]
+        row = dict(step=spec, forms={})
+        for form, tile in [("decode_only", ""), ("two", ""), ("default", "")] + [("tile", t) for t in
+                                                                                  args.tiles.split(",") if t]:
+            if tile:
+                os.environ["TACHYON_PREFILL_TILE"] = tile
+            else:
+                os.environ.pop("TACHYON_PREFILL_TILE", None)
+            out = torch.zeros_like(s["q"])
+            fn = runner("mixed" if form in ("default", "tile") else form, s, out)
+            try:
+                us = time_graph(fn)
+                n = decodes if form == "decode_only" else rows
+                err = (out[:n].float() - ref[:n].float()).abs().max().item()
+                row["forms"][tile or form] = dict(us=round(us, 2), max_abs_diff=err)
+            except Exception as e:  # a tile Triton cannot build (shared memory) is a result, not a crash
+                row["forms"][tile or form] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+            print(spec, tile or form, row["forms"][tile or form], flush=True)
+        os.environ.pop("TACHYON_PREFILL_TILE", None)
+        results.append(row)
+    res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+               git=os.environ.get("TACHYON_GIT_SHA"))
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "mixed_attn_tiles.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
