@@ -128,3 +128,35 @@ def test_mixed_one_launch_knob(monkeypatch):
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "1")
     with pytest.raises(ValueError, match="TACHYON_MIXED_ATTN"):
         attn_cfg.mixed_one_launch()
+
+
+@needs_triton
+@pytest.mark.parametrize("Hq,Hkv", [(14, 2), (8, 4)])  # groups of 7 and 2: 16 and 64 tokens a chunk program
+def test_mixed_attention_bf16_chunk_tile(monkeypatch, Hq, Hkv):
+    """The bf16 chunk tile (MIXED_CHUNK_CONFIG_BF16), forced through TACHYON_MIXED_CHUNK_TILE so the CPU interpreter
+    runs it in fp32, gives the reference's rows on a step whose chunks span several of its query blocks; a malformed
+    value names the knob."""
+    tile = "{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(**attn_cfg.MIXED_CHUNK_CONFIG_BF16)
+    monkeypatch.setenv("TACHYON_MIXED_CHUNK_TILE", tile)
+    gen = torch.Generator().manual_seed(21)
+    step = ([40, 9, 77, 18, 2], [(30, 70), (0, 45)], 8, 8 + 120)
+    q, cache, p, bound, max_seq, oracle, covered = mixed_step(*step, Hq, Hkv, 32, 8, torch.float32, gen)
+    scale = 1.0 / math.sqrt(32)
+    out = K.mixed_attention_triton(q, cache, **p, max_chunk_len=bound, max_seq_len=max_seq, scale=scale,
+                                   out=torch.full_like(q, NAN))
+    rows = torch.tensor(covered)
+    torch.testing.assert_close(out.cpu()[rows].double(), oracle[rows], **tol(torch.float32))
+    monkeypatch.setenv("TACHYON_MIXED_CHUNK_TILE", "128:32:4")
+    with pytest.raises(ValueError, match="TACHYON_MIXED_CHUNK_TILE"):
+        K.mixed_attention_triton(q, cache, **p, max_chunk_len=bound, max_seq_len=max_seq, scale=scale)
+
+
+def test_mixed_chunk_config_is_one_per_dtype(monkeypatch):
+    """The chunk programs' tile does not follow the step (one compiled variant per dtype and head layout): bf16 takes
+    MIXED_CHUNK_CONFIG_BF16, fp32 the fp32 prefill tile, and the knob overrides both."""
+    monkeypatch.delenv("TACHYON_MIXED_CHUNK_TILE", raising=False)
+    assert attn_cfg.mixed_chunk_config("bf16") == attn_cfg.MIXED_CHUNK_CONFIG_BF16
+    assert attn_cfg.mixed_chunk_config("fp32") == attn_cfg.PREFILL_CONFIG_FP32
+    monkeypatch.setenv("TACHYON_MIXED_CHUNK_TILE", "64:64:4:2")
+    want = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
+    assert attn_cfg.mixed_chunk_config("bf16") == want == attn_cfg.mixed_chunk_config("fp32")

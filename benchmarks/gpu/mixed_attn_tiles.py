@@ -6,7 +6,8 @@ A step as engine/mixed_graph.py lays it out under flat on Qwen2.5-7B nano256 (st
 one prompt over its cached prefix, the start of the next) and the chunk bound t = DB + chunk bucket, which is the
 max_query_len the mixed graphs pass. Each variant is timed as one CUDA graph of 28 calls (a step's layers),
 replayed; µs per call. Variants: the decode kernel on the decode part alone (`decode_only`), the two-launch form
-(`two`), and the one launch under each TACHYON_PREFILL_TILE given (`default`: none). Every variant's output is
+(`two`), and the one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 ran it at c4c8048,
+where TACHYON_PREFILL_TILE set the chunk tile and the default was prefill_config's 64:64 x 4). Every variant's output is
 compared with the default's on the rows it covers.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_attn_tiles.py --out DIR [--tiles 128:64:8:2,...]
@@ -122,16 +123,16 @@ def main() -> None:
         chunks = [(int(p.split("@")[1]), int(p.split("@")[0])) for p in chunk_spec.split("+")]
         s = build(decodes, bucket, chunks, int(chunk_bucket), lo, hi)
         ref = torch.zeros_like(s["q"])
-        os.environ.pop("TACHYON_PREFILL_TILE", None)
+        os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
         runner("mixed", s, ref)()
         rows = s["rows"]
         row = dict(step=spec, forms={})
         for form, tile in [("decode_only", ""), ("two", ""), ("default", "")] + [("tile", t) for t in
                                                                                   args.tiles.split(",") if t]:
             if tile:
-                os.environ["TACHYON_PREFILL_TILE"] = tile
+                os.environ["TACHYON_MIXED_CHUNK_TILE"] = tile
             else:
-                os.environ.pop("TACHYON_PREFILL_TILE", None)
+                os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
             out = torch.zeros_like(s["q"])
             fn = runner("mixed" if form in ("default", "tile") else form, s, out)
             try:
@@ -142,7 +143,7 @@ def main() -> None:
             except Exception as e:  # a tile Triton cannot build (shared memory) is a result, not a crash
                 row["forms"][tile or form] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
             print(spec, tile or form, row["forms"][tile or form], flush=True)
-        os.environ.pop("TACHYON_PREFILL_TILE", None)
+        os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
         results.append(row)
     res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                git=os.environ.get("TACHYON_GIT_SHA"))

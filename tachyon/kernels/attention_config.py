@@ -42,6 +42,14 @@ PREFILL_WIDE_MIN_QUERY = 1025  # from this longest query, packed groups >= PREFI
 PREFILL_WIDE_MIN_GROUP = 4
 PREFILL_CONFIG_BF16_WIDE = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)
 PREFILL_CONFIG_FP32 = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=1)
+# The chunk programs of the one-launch mixed attention (attention_mixed.py), whose warps and stages the launch's
+# decode programs share. Not prefill_config's table: in a mixed step the decode programs already fill the GPU, so the
+# chunks want few, tall query tiles (each re-reads its keys) rather than many. H200, Qwen2.5-7B, flat-shaped steps
+# (benchmarks/gpu/mixed_attn_tiles.py, benchmarks/results/session33/): 146 decodes + 70 + 83 prompt tokens 84.3 us
+# a layer against 90.9 with prefill_config's 64:64 x 4 (the decodes alone: 82.8); 200 + 40 + 48: 108.5 against
+# 115.8; 96 + 150 + 120: 66.1 against 73.3. 8 warps lost (119-152 us). nano256 under flat, alternating processes:
+# 7B 13,615.7 / 13,613.9 tok/s against 13,510.1 / 13,513.4; Qwen3-0.6B 25,611.1 / 25,600.3 against 25,399.4 / 25,424.3.
+MIXED_CHUNK_CONFIG_BF16 = dict(BLOCK_M=128, BLOCK_N=32, num_warps=4, num_stages=2)
 
 
 def decode_early_tile(dtype: torch.dtype) -> bool:
@@ -85,6 +93,22 @@ def prefill_config(key: str, max_query_len: int, group: int = 1) -> dict:
     if max_query_len >= PREFILL_WIDE_MIN_QUERY and group >= PREFILL_WIDE_MIN_GROUP:
         return PREFILL_CONFIG_BF16_WIDE
     return next(cfg for limit, cfg in PREFILL_CONFIGS_BF16 if max_query_len <= limit)
+
+
+def mixed_chunk_config(key: str) -> dict:
+    """Launch configuration of the one-launch mixed attention's chunk programs for dtype `key` ("bf16" / "fp32"):
+    MIXED_CHUNK_CONFIG_BF16, or PREFILL_CONFIG_FP32. It does not depend on the step's rows, so the kernel has one
+    compiled variant per dtype and head layout. TACHYON_MIXED_CHUNK_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages
+    overrides it (an A/B knob, read per launch: a CUDA graph keeps what was in force at capture)."""
+    env = os.environ.get("TACHYON_MIXED_CHUNK_TILE", "")
+    if env:
+        try:
+            block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
+        except ValueError:
+            raise ValueError(
+                f"TACHYON_MIXED_CHUNK_TILE must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
+        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+    return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:

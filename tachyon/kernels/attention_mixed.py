@@ -18,7 +18,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _decode_split, attention_ref
-from tachyon.kernels.attention_config import decode_config, prefill_config
+from tachyon.kernels.attention_config import decode_config, mixed_chunk_config
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_block
 
 
@@ -104,13 +104,13 @@ def _mixed_kernel(
             tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
 
 
-def mixed_tiles(dtype: torch.dtype, group: int, max_chunk_len: int) -> tuple[dict, dict, int]:
+def mixed_tiles(dtype: torch.dtype, group: int) -> tuple[dict, dict, int]:
     """The launch choices of _mixed_kernel, which alone set its compiled variant (with the model's head layout): the
-    decode programs' config, the chunk programs' (prefill_config for max_chunk_len queries) and the query tokens a
-    chunk program takes."""
+    decode programs' config, the chunk programs' (attention_config.mixed_chunk_config) and the query tokens a chunk
+    program takes. None depends on the step, so a model compiles one variant per dtype."""
     key = "fp32" if dtype == torch.float32 else "bf16"
     block_g = next_pow2(group)
-    pre = prefill_config(key, max(max_chunk_len, 1), block_g)
+    pre = mixed_chunk_config(key)
     return decode_config(key, False), pre, max(1, pre["BLOCK_M"] // block_g, 16 // block_g)
 
 
@@ -129,7 +129,8 @@ def mixed_attention_triton(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Triton: one launch of _mixed_kernel. The decode programs take the decode kernel's key tile, the chunk programs
-    the prefill kernel's tiles for max_chunk_len queries (its warps and stages for the whole launch); no split-KV."""
+    mixed_chunk_config's tiles (its warps and stages for the whole launch); max_chunk_len sets the chunk programs'
+    count only. No split-KV."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -140,7 +141,7 @@ def mixed_attention_triton(
     nd, nc = decode_seq_lens.shape[0], chunk_seq_lens.shape[0]
     if T == 0 or nd + nc == 0:
         return out
-    dec, pre, BLOCK_Q = mixed_tiles(q.dtype, G, max_chunk_len)
+    dec, pre, BLOCK_Q = mixed_tiles(q.dtype, G)
     BLOCK_GP = next_pow2(G)
     chunk_blocks = triton.cdiv(max(max_chunk_len, 1), BLOCK_Q) if nc else 0
     _mixed_kernel[(nc * chunk_blocks + nd, Hkv)](
