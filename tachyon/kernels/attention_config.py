@@ -73,6 +73,19 @@ def decode_split_align(block_n: int) -> int:
     return int(env)
 
 
+def _env_tile(name: str) -> dict | None:
+    """The query-tile config that environment variable `name` forces (BLOCK_M:BLOCK_N:num_warps:num_stages), or None
+    when it is unset; a malformed value raises ValueError naming the variable."""
+    env = os.environ.get(name, "")
+    if not env:
+        return None
+    try:
+        block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
+    except ValueError:
+        raise ValueError(f"{name} must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
+    return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+
+
 def prefill_config(key: str, max_query_len: int, group: int = 1) -> dict:
     """Launch configuration of the prefill/extend kernel for dtype `key` ("bf16" / "fp32"), the step's longest
     query and `group`, the query heads a KV head packs (padded to a power of 2): PREFILL_CONFIG_BF16_WIDE for long
@@ -80,14 +93,9 @@ def prefill_config(key: str, max_query_len: int, group: int = 1) -> dict:
     PREFILL_CONFIG_FP32.
     TACHYON_PREFILL_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages overrides it (an A/B knob, read per launch: a CUDA
     graph keeps what was in force at capture)."""
-    env = os.environ.get("TACHYON_PREFILL_TILE", "")
-    if env:
-        try:
-            block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
-        except ValueError:
-            raise ValueError(
-                f"TACHYON_PREFILL_TILE must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
-        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+    forced = _env_tile("TACHYON_PREFILL_TILE")
+    if forced is not None:
+        return forced
     if key == "fp32":
         return PREFILL_CONFIG_FP32
     if max_query_len >= PREFILL_WIDE_MIN_QUERY and group >= PREFILL_WIDE_MIN_GROUP:
@@ -100,14 +108,9 @@ def mixed_chunk_config(key: str) -> dict:
     MIXED_CHUNK_CONFIG_BF16, or PREFILL_CONFIG_FP32. It does not depend on the step's rows, so the kernel has one
     compiled variant per dtype and head layout. TACHYON_MIXED_CHUNK_TILE = BLOCK_M:BLOCK_N:num_warps:num_stages
     overrides it (an A/B knob, read per launch: a CUDA graph keeps what was in force at capture)."""
-    env = os.environ.get("TACHYON_MIXED_CHUNK_TILE", "")
-    if env:
-        try:
-            block_m, block_n, warps, stages = (int(v) for v in env.split(":"))
-        except ValueError:
-            raise ValueError(
-                f"TACHYON_MIXED_CHUNK_TILE must be BLOCK_M:BLOCK_N:num_warps:num_stages, got {env!r}") from None
-        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+    forced = _env_tile("TACHYON_MIXED_CHUNK_TILE")
+    if forced is not None:
+        return forced
     return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
