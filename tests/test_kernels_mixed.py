@@ -160,3 +160,35 @@ def test_mixed_chunk_config_is_one_per_dtype(monkeypatch):
     monkeypatch.setenv("TACHYON_MIXED_CHUNK_TILE", "64:64:4:2")
     want = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2)
     assert attn_cfg.mixed_chunk_config("bf16") == want == attn_cfg.mixed_chunk_config("fp32")
+
+
+@needs_triton
+@pytest.mark.parametrize("Hq,Hkv", [(14, 2), (8, 4)])
+def test_mixed_attention_decode_order_leaves_the_result(Hq, Hkv):
+    """Programs dispatched in a given decode order (heads fastest) write exactly the rows, and the values, of the batch
+    order: longest first and a shuffled order alike."""
+    gen = torch.Generator().manual_seed(4)
+    q, cache, p, bound, max_seq, _, covered = mixed_step(*STEPS[0], Hq, Hkv, 32, 8, torch.float32, gen)
+    scale = 1.0 / math.sqrt(32)
+    args = dict(max_chunk_len=bound, max_seq_len=max_seq, scale=scale)
+    base = K.mixed_attention_triton(q, cache, **p, **args, out=torch.full_like(q, NAN))
+    lens = p["decode_seq_lens"].cpu()
+    for order in (torch.argsort(-lens, stable=True), torch.randperm(len(lens), generator=gen)):
+        out = K.mixed_attention_triton(q, cache, **p, **args, out=torch.full_like(q, NAN),
+                                       decode_order=order.to(torch.int32).to(DEV))
+        assert torch.equal(torch.isnan(out), torch.isnan(base)), "the same rows are written"
+        rows = torch.tensor(covered, device=out.device)
+        torch.testing.assert_close(out[rows], base[rows], rtol=0, atol=0)
+
+
+def test_mixed_decode_order_knob(monkeypatch):
+    """Batch order unless TACHYON_MIXED_ORDER=lpt; a bad value names the knob."""
+    monkeypatch.delenv("TACHYON_MIXED_ORDER", raising=False)
+    assert not attn_cfg.mixed_decode_order()
+    monkeypatch.setenv("TACHYON_MIXED_ORDER", "batch")
+    assert not attn_cfg.mixed_decode_order()
+    monkeypatch.setenv("TACHYON_MIXED_ORDER", "lpt")
+    assert attn_cfg.mixed_decode_order()
+    monkeypatch.setenv("TACHYON_MIXED_ORDER", "longest")
+    with pytest.raises(ValueError, match="TACHYON_MIXED_ORDER"):
+        attn_cfg.mixed_decode_order()

@@ -6,7 +6,8 @@ A step as engine/mixed_graph.py lays it out under flat on Qwen2.5-7B nano256 (st
 one prompt over its cached prefix, the start of the next) and the chunk bound t = DB + chunk bucket, which is the
 max_query_len the mixed graphs pass. Each variant is timed as one CUDA graph of 28 calls (a step's layers),
 replayed; µs per call. Variants: the decode kernel on the decode part alone (`decode_only`), the two-launch form
-(`two`), and the one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 ran it at c4c8048,
+(`two`), the one launch with its decode sequences longest first (`lpt`, TACHYON_MIXED_ORDER=lpt's order), and the
+one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 ran it at c4c8048,
 where TACHYON_PREFILL_TILE set the chunk tile and the default was prefill_config's 64:64 x 4). Every variant's output is
 compared with the default's on the rows it covers.
 
@@ -81,9 +82,13 @@ def runner(form: str, s: dict, out: torch.Tensor):
             kernels.attention(s["q"], s["kv_cache"], s["chunk_qsl"], s["chunk_seq_lens"], s["chunk_block_tables"],
                               s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out)
         return two
+    order = None
+    if form == "lpt":  # the decode sequences longest first (TACHYON_MIXED_ORDER=lpt's order)
+        order = torch.argsort(-s["decode_seq_lens"], stable=True).to(torch.int32)
     return lambda: kernels.mixed_attention(
         s["q"], s["kv_cache"], s["decode_qsl"], s["decode_seq_lens"], s["decode_block_tables"], s["chunk_qsl"],
-        s["chunk_seq_lens"], s["chunk_block_tables"], s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out)
+        s["chunk_seq_lens"], s["chunk_block_tables"], s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out,
+        decode_order=order)
 
 
 def time_graph(fn, layers: int = 28, reps: int = 60) -> float:
@@ -127,7 +132,7 @@ def main() -> None:
         runner("mixed", s, ref)()
         rows = s["rows"]
         row = dict(step=spec, forms={})
-        for form, tile in [("decode_only", ""), ("two", ""), ("default", "")] + [("tile", t) for t in
+        for form, tile in [("decode_only", ""), ("two", ""), ("default", ""), ("lpt", "")] + [("tile", t) for t in
                                                                                   args.tiles.split(",") if t]:
             if tile:
                 os.environ["TACHYON_MIXED_CHUNK_TILE"] = tile

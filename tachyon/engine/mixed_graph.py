@@ -43,7 +43,7 @@ from tachyon.engine.batch import AttentionMetadata, KeptRows, prune_last_layer
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
-from tachyon.kernels.attention_config import mixed_one_launch
+from tachyon.kernels.attention_config import mixed_decode_order, mixed_one_launch
 
 # coarser than the decode graphs' buckets: a mixed step already carries the chunk's rows, so a few padding decode
 # rows cost little, and every (decode, chunk) pair is a graph to capture at start-up. The chunk's buckets are fine:
@@ -78,11 +78,13 @@ class MixedGraphRunner(StepGraphs):
         self.staging = StagingBuffers(
             [(n, i64, (T,)) for n in ("input_ids", "positions", "slots", "src")]
             + [(n, i64, (S,)) for n in ("rows", "keep_seq", "seeds", "steps")]
-            + [("chunk_qsl", i32, (MAX_CHUNKS + 1,))]
+            + [("chunk_qsl", i32, (MAX_CHUNKS + 1,)), ("decode_order", i32, (max_decodes,))]
             + [(n, i32, (S,)) for n in ("seq_lens", "top_k")]
             + [(n, f32, (S,)) for n in ("temperature", "top_p", "min_p")]
             + [("block_tables", i32, (S, MB))], device)
         self.buf = self.staging.device
+        # the decode part's sequences longest first for the one-launch attention (attention_config.mixed_decode_order)
+        self.order_decodes = mixed_decode_order()
         # the decode part's query_start_loc and the kept rows' (one per sample row)
         self.decode_qsl = torch.arange(S + 1, dtype=i32, device=device)
         # one logits buffer for every graph (a graph's own output would stay allocated per key)
@@ -158,7 +160,8 @@ class MixedGraphRunner(StepGraphs):
         chunk part over sequences [d, d + MAX_CHUNKS) whose rows chunk_qsl places anywhere in [0, d + c)."""
         buf, k, t = self.buf, MAX_CHUNKS, d + c
         decode = AttentionMetadata(self.decode_qsl[: d + 1], buf["seq_lens"][:d], buf["slots"][:d],
-                                   buf["block_tables"][:d], 1, self.max_model_len, True)
+                                   buf["block_tables"][:d], 1, self.max_model_len, True,
+                                   order=buf["decode_order"][:d] if self.order_decodes else None)
         chunk = AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][d: d + k], buf["slots"][:t],
                                   buf["block_tables"][d: d + k], t, self.max_model_len, False)
         return AttentionMetadata(buf["chunk_qsl"], buf["seq_lens"][: d + k], buf["slots"][:t],
@@ -206,6 +209,9 @@ class MixedGraphRunner(StepGraphs):
         # padding decode sequences (their rows hold chunk or padding tokens): attend to one garbage key
         h["seq_lens"][d:d_pad] = 1
         h["block_tables"][d:d_pad, 0] = 0
+        if self.order_decodes:  # the real decode sequences longest first, then the padding ones
+            h["decode_order"][:d] = np.argsort(-h["seq_lens"][:d], kind="stable")
+            h["decode_order"][d:d_pad] = np.arange(d, d_pad)
         lo = d
         qsl = [lo]
         for j, (r, c) in enumerate(zip(reqs[d:], sched.num_new_tokens[d:])):
@@ -255,6 +261,7 @@ class MixedGraphRunner(StepGraphs):
             h["seq_lens"][:] = 1
             h["block_tables"][:, 0] = 0
             h["chunk_qsl"][:] = 0
+            h["decode_order"][:] = np.arange(self.max_decodes)
             self._pad_samples(h, 0, self.max_decodes + MAX_CHUNKS)
             h["keep_seq"][:] = 0
             self.staging.upload()

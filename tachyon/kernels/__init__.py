@@ -98,11 +98,12 @@ def mixed_attention(
     max_seq_len: int,
     scale: float,
     out: torch.Tensor | None = None,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """A mixed step's decode rows and prompt chunks in one launch (attention_mixed.py's contract)."""
     fn = mixed_attention_triton if use_triton(q) else mixed_attention_ref
     return fn(q, kv_cache, decode_qsl, decode_seq_lens, decode_block_tables, chunk_qsl, chunk_seq_lens,
-              chunk_block_tables, max_chunk_len, max_seq_len, scale, out)
+              chunk_block_tables, max_chunk_len, max_seq_len, scale, out, decode_order)
 
 
 def embed_step(

@@ -149,3 +149,15 @@ def mixed_one_launch() -> bool:
     if env not in ("", "one", "two"):
         raise ValueError(f"TACHYON_MIXED_ATTN must be 'one' or 'two', got {env!r}")
     return env != "two"
+
+
+def mixed_decode_order() -> bool:
+    """Whether the mixed graphs hand the one-launch mixed attention their decode sequences longest first
+    (TACHYON_MIXED_ORDER=lpt: the kernel then dispatches its programs heaviest first, every KV head of one program
+    index before the next, so the launch's last wave holds the shortest sequences) or leaves them in batch order
+    (the default, TACHYON_MIXED_ORDER=batch). Opt-in until measured on a GPU. Read when a mixed graph runner is
+    built: its graphs keep it."""
+    env = os.environ.get("TACHYON_MIXED_ORDER", "")
+    if env not in ("", "batch", "lpt"):
+        raise ValueError(f"TACHYON_MIXED_ORDER must be 'batch' or 'lpt', got {env!r}")
+    return env == "lpt"

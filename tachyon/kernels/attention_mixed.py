@@ -7,8 +7,9 @@ the decode programs, heaviest first.
 
 Contract (reference and Triton entry point alike): q [T, Hq, D]; kv_cache as attention.py's. The decode part:
 decode_qsl int32 [Nd+1] (decode sequence b's one query is row decode_qsl[b]), decode_seq_lens, decode_block_tables
-[Nd, ...]. The chunk part: chunk_qsl int32 [Nc+1], chunk_seq_lens, chunk_block_tables [Nc, ...]; max_chunk_len
-bounds every chunk's query count (the grid: a CUDA graph captures it). The chunks' rows start at chunk_qsl[0], and a
+[Nd, ...], optionally decode_order int32 [Nd] (a permutation: the order the decode programs run in). The chunk part:
+chunk_qsl int32 [Nc+1], chunk_seq_lens, chunk_block_tables [Nc, ...]; max_chunk_len bounds every chunk's query
+count (the grid: a CUDA graph captures it). The chunks' rows start at chunk_qsl[0], and a
 decode sequence whose row is at or past it is not attended (the mixed step's padding decode sequences, whose rows
 carry chunk tokens): rows [chunk_qsl[0], chunk_qsl[Nc]) hold the chunks' outputs, the rows of the attended decode
 sequences theirs, and no other row is written. The result equals attention.py's attention over each part.
@@ -35,9 +36,10 @@ def mixed_attention_ref(
     max_seq_len: int,
     scale: float,
     out: torch.Tensor | None = None,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """attention_ref over the attended decode sequences (a prefix of the decode part: rows before chunk_qsl[0]),
-    then over the chunks."""
+    then over the chunks. decode_order only orders the Triton kernel's programs: here it is ignored."""
     if out is None:
         out = torch.empty_like(q)
     first = int(chunk_qsl[0])
@@ -56,20 +58,26 @@ def mixed_attention_ref(
 # constexpr, against 3-5 s)
 @triton.jit(do_not_specialize=["chunk_blocks", "stride_bt_d", "stride_bt_c"])
 def _mixed_kernel(
-    q_ptr, cache_ptr, out_ptr, dqsl_ptr, dseq_ptr, dbt_ptr, cqsl_ptr, cseq_ptr, cbt_ptr, scale, scale_log2,
+    q_ptr, cache_ptr, out_ptr, dqsl_ptr, dseq_ptr, dbt_ptr, dord_ptr, cqsl_ptr, cseq_ptr, cbt_ptr, scale, scale_log2,
     stride_qt, stride_qh, stride_ot, stride_oh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
     stride_bt_d, stride_bt_c, chunk_blocks,
     G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     BLOCK_Q: tl.constexpr, BLOCK_GP: tl.constexpr, BLOCK_NP: tl.constexpr, BLOCK_GD: tl.constexpr,
-    BLOCK_ND: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr,
+    BLOCK_ND: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, ORDERED: tl.constexpr,
 ):
-    """Axis 1: the KV head. Axis 0: first NUM_CHUNKS * chunk_blocks chunk programs (query block qb of chunk c, the
-    last blocks of every chunk first: they have the most keys), then one program per decode sequence. Step inputs
-    (query start locations, sequence lengths, block tables: no kernel writes them) are read before pdl_wait; a
-    program with no work returns without waiting."""
+    """Programs: first NUM_CHUNKS * chunk_blocks chunk programs (query block qb of chunk c, the last blocks of every
+    chunk first: they have the most keys), then one per decode sequence, in batch order or, when ORDERED, in
+    dord_ptr's order. The KV head is axis 1 (axis 0 when ORDERED: every head of a program index is dispatched
+    before the next index, so the whole launch runs heaviest first). Step inputs (query start locations, sequence
+    lengths, block tables, the order: no kernel writes them) are read before pdl_wait; a program with no work
+    returns without waiting."""
     pdl_trigger(PDL)
-    pid = tl.program_id(0)
-    hk = tl.program_id(1)
+    if ORDERED:
+        pid = tl.program_id(1)
+        hk = tl.program_id(0)
+    else:
+        pid = tl.program_id(0)
+        hk = tl.program_id(1)
     if pid < NUM_CHUNKS * chunk_blocks:
         qb = chunk_blocks - 1 - pid // NUM_CHUNKS
         c = pid % NUM_CHUNKS
@@ -85,6 +93,8 @@ def _mixed_kernel(
             )
     else:
         b = pid - NUM_CHUNKS * chunk_blocks
+        if ORDERED:
+            b = tl.load(dord_ptr + b)
         row = tl.load(dqsl_ptr + b)
         if row < tl.load(cqsl_ptr):
             S = tl.load(dseq_ptr + b)
@@ -127,10 +137,12 @@ def mixed_attention_triton(
     max_seq_len: int,
     scale: float,
     out: torch.Tensor | None = None,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Triton: one launch of _mixed_kernel. The decode programs take the decode kernel's key tile, the chunk programs
     mixed_chunk_config's tiles (its warps and stages for the whole launch); max_chunk_len sets the chunk programs'
-    count only. No split-KV."""
+    count only. No split-KV. decode_order (int32 [Nd], a permutation of the decode sequences, heaviest first) sets the
+    order the decode programs are dispatched in, heads fastest; the result does not depend on it."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -144,8 +156,11 @@ def mixed_attention_triton(
     dec, pre, BLOCK_Q = mixed_tiles(q.dtype, G)
     BLOCK_GP = next_pow2(G)
     chunk_blocks = triton.cdiv(max(max_chunk_len, 1), BLOCK_Q) if nc else 0
-    _mixed_kernel[(nc * chunk_blocks + nd, Hkv)](
-        q, kv_cache, out, decode_qsl, decode_seq_lens, decode_block_tables, chunk_qsl, chunk_seq_lens,
+    ordered = decode_order is not None
+    programs = nc * chunk_blocks + nd
+    _mixed_kernel[(Hkv, programs) if ordered else (programs, Hkv)](
+        q, kv_cache, out, decode_qsl, decode_seq_lens, decode_block_tables,
+        decode_order if ordered else decode_seq_lens, chunk_qsl, chunk_seq_lens,
         chunk_block_tables, scale, scale * LOG2E,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3),
@@ -153,6 +168,6 @@ def mixed_attention_triton(
         G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
-        num_stages=pre["num_stages"], **pdl_args(q.device),
+        num_stages=pre["num_stages"], ORDERED=ordered, **pdl_args(q.device),
     )
     return out

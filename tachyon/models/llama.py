@@ -70,7 +70,8 @@ class Attention(nn.Module):
             if mixed_one_launch():
                 kernels.mixed_attention(q, self.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
                                         chunk.query_start_loc, chunk.seq_lens, chunk.block_tables,
-                                        chunk.max_query_len, chunk.max_seq_len, self.scale, out=o)
+                                        chunk.max_query_len, chunk.max_seq_len, self.scale, out=o,
+                                        decode_order=dec.order)
             else:
                 for part in meta.parts:
                     kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,

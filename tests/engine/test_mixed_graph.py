@@ -306,3 +306,42 @@ def test_compile_keys_cover_every_mixed_kernel_variant(hq, hkv, monkeypatch):
 
     assert len(compiled) < len(keys)
     assert variants(keys) <= variants(compiled)
+
+
+def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, monkeypatch):
+    """TACHYON_MIXED_ORDER=lpt: the mixed step's decode part carries its real sequences longest first, then the padding
+    ones, and the one-launch attention receives that order; the logits are the eager all-rows step's. By default no
+    order is passed."""
+    from tachyon import kernels
+
+    seen = []
+    real = kernels.mixed_attention
+
+    def spy(*args, decode_order=None, **kw):
+        seen.append(None if decode_order is None else decode_order.tolist())
+        return real(*args, decode_order=decode_order, **kw)
+
+    monkeypatch.setattr(kernels, "mixed_attention", spy)
+    monkeypatch.setenv("TACHYON_MIXED_ATTN", "one")
+    llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
+    eng = llm.engine
+    for i, p in enumerate([[5] * 4, [6] * 17, [7] * 9]):  # contexts differ: the order is not the batch's
+        eng.add_request(f"d{i}", p, SamplingParams(temperature=0.0, max_tokens=8))
+    eng.step()
+    eng.step()
+    eng.add_request("c", _prompts(1, seed=6, lo=11, hi=11)[0], SamplingParams(temperature=0.0, max_tokens=4))
+    sched = eng.scheduler.schedule()
+    r = eng.runner
+    lens = [req.num_tokens for req in sched.requests[:3]]
+    want = sorted(range(3), key=lambda i: -lens[i]) + [3]  # then the padding sequence of bucket 4
+    for order in ("batch", "lpt"):
+        monkeypatch.setenv("TACHYON_MIXED_ORDER", order)
+        seen.clear()
+        mixed = _small_mixed_runner(r, sched)
+        logits, _ = mixed.run(sched)
+        torch.testing.assert_close(logits, _eager_all_rows_logits(r, sched), rtol=1e-4, atol=1e-4)
+        assert len(seen) == r.spec.num_layers - 1  # the last layer attends on the sample rows only
+        assert all(o == (want if order == "lpt" else None) for o in seen), (order, seen[0], lens)
+    for rid in ("d0", "d1", "d2", "c"):
+        eng.abort(rid)
+    eng.check_integrity()
