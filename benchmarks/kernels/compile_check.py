@@ -111,6 +111,8 @@ def launch_all(arch: int) -> list[str]:
         K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
         K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288,
                                  4096, 0.1)
+        K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288,
+                                 4096, 0.1, decode_order=i32(160))  # TACHYON_MIXED_ORDER=lpt's form
         K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
         x = t(dt, 4096, 3584)
         K.rmsnorm_triton(x, t(dt, 3584), 1e-6, x)
