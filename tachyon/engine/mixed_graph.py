@@ -43,7 +43,7 @@ from tachyon.engine.batch import AttentionMetadata, KeptRows, prune_last_layer
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
-from tachyon.kernels.attention_config import mixed_decode_order, mixed_one_launch
+from tachyon.kernels.attention_config import mixed_decode_order
 
 # coarser than the decode graphs' buckets: a mixed step already carries the chunk's rows, so a few padding decode
 # rows cost little, and every (decode, chunk) pair is a graph to capture at start-up. The chunk's buckets are fine:
@@ -96,18 +96,16 @@ class MixedGraphRunner(StepGraphs):
 
     def compile_keys(self) -> list[tuple[int, int]]:
         """The keys whose steps the warm-up's compile pass runs: every chunk bucket beside the largest decode bucket
-        and every decode bucket beside the largest chunk bucket (the attention kernels' launch choices follow one
-        side each); with the one-launch mixed attention (attention_config.mixed_one_launch), whose launch choices
-        follow the key's rows D + C, every decode bucket beside the smallest chunk bucket as well. A variant this
-        cross misses compiles at capture instead, and that key's capture needs an eager run first
-        (engine/cuda_graph.capture_step): correct, only slower to start (H200, 7B cold: 21.9 s against 21.7 with every
-        key compiled in parallel, when every capture ran eagerly first; benchmarks/results/session21/).
+        and every decode bucket beside the largest chunk bucket (the two-launch attention's launch choices follow
+        one side each; the one-launch mixed attention has one variant per dtype and head layout, which any key
+        compiles). A variant this cross misses compiles at capture instead, and that key's capture needs an eager run
+        first (engine/cuda_graph.capture_step): correct, only slower to start (H200, 7B cold: 21.9 s against 21.7 with
+        every key compiled in parallel, when every capture ran eagerly first; benchmarks/results/session21/).
         TACHYON_MIXED_COMPILE_KEYS=all compiles every key."""
         if os.environ.get("TACHYON_MIXED_COMPILE_KEYS") == "all":  # an A/B knob: every key
             return self.keys
         d, c = self.decode_buckets[-1], self.chunk_buckets[-1]
-        sides = (self.chunk_buckets[0], c) if mixed_one_launch() else (c,)
-        return sorted({(d, x) for x in self.chunk_buckets} | {(x, y) for x in self.decode_buckets for y in sides})
+        return sorted({(d, x) for x in self.chunk_buckets} | {(x, c) for x in self.decode_buckets})
 
     # ---- eligibility and buckets --------------------------------------------------------------
     @staticmethod
