@@ -184,8 +184,7 @@ class MixedGraphRunner(StepGraphs):
         hidden = self.model(None, buf["positions"][:t], self._meta(d, c), inputs_embeds=x, keep=keep)
         if keep is None:
             hidden = hidden[buf["rows"][:s]]
-        logits = self.logits[:s]
-        logits.copy_(self.model.compute_logits(hidden, out_dtype=torch.float32))
+        logits = self.model.compute_logits(hidden, out_dtype=torch.float32, out=self.logits[:s])
         return kernels.sample(logits, buf["temperature"][:s], buf["top_k"][:s], buf["top_p"][:s], buf["min_p"][:s],
                               buf["seeds"][:s], buf["steps"][:s], out=self.last_tokens[:s])
 

@@ -15,6 +15,7 @@ from tachyon.kernels.gemm_small import SMALL_M
 
 # torch.mm(a, b, out_dtype=) (CUDA: bf16 / fp16 operands, fp32 result); absent from older torch builds
 _MM_OUT_DTYPE = hasattr(torch.ops.aten.mm, "dtype")
+_MM_OUT_DTYPE_INTO = hasattr(torch.ops.aten.mm, "dtype_out")
 
 
 def default_weight_loader(param: nn.Parameter, loaded: torch.Tensor, shard: object = None) -> None:
@@ -68,13 +69,21 @@ class Linear(nn.Module):
         self.weight_scale = scale
         self.gemv_config = self.small_config = self.fused_config = self.epilogue_config = None
 
-    def forward(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None = None
-                ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None = None,
+                out: torch.Tensor | None = None) -> torch.Tensor:
         """x [M, in] -> [M, out] in out_dtype (default x's). The Triton GEMV / skinny GEMM round their fp32
         accumulator once, to out_dtype (fp32 logits without a conversion kernel); so does cuBLAS on CUDA for
         an fp32 out_dtype without bias; other cuBLAS results are converted. An FP8 layer (quantize_fp8) takes
         the same row-count routes to its W8A8 kernels; it also takes x already quantized, as a
-        kernels.quantize_rows pair (a fused producer's), with out_dtype given."""
+        kernels.quantize_rows pair (a fused producer's), with out_dtype given. `out` (contiguous, [M, out] in
+        out_dtype): the result is written there and returned; cuBLAS's fp32 route writes it directly, the others
+        through a copy."""
+        if out is not None:
+            if out_dtype is not None and out.dtype != out_dtype:
+                raise ValueError(f"Linear.forward: out is {out.dtype}, out_dtype {out_dtype}")
+            if _MM_OUT_DTYPE_INTO and out.dtype == torch.float32 and self._cublas_fp32(x):
+                return torch.mm(x, self.weight.t(), out_dtype=torch.float32, out=out)
+            return out.copy_(self.forward(x, out.dtype))
         w, b, s = self.weight, self.bias, self.weight_scale
         if isinstance(x, tuple) and s is None:
             raise TypeError("Linear.forward: a quantized input needs an FP8 layer (quantize_fp8)")
@@ -93,14 +102,22 @@ class Linear(nn.Module):
             return kernels.gemm_small(x, w, b, self.small_config, out_dtype=out_dtype)
         if s is not None:
             return kernels.fp8_linear(x, w, s, b, out_dtype)
-        if out_dtype == torch.float32 and x.dtype != out_dtype and b is None and x.dim() == 2 and _MM_OUT_DTYPE \
-                and x.is_cuda:
+        if out_dtype == torch.float32 and self._cublas_fp32(x):
             # fp32 written by cuBLAS itself (fp32 accumulator, no bf16 rounding and no conversion kernel):
             # the decode graphs' logits (H200, Qwen2.5-7B lm_head at 256 rows 553.5 -> 425.6 us;
             # benchmarks/results/session13/cub13_eda5ca3/)
             return torch.mm(x, w.t(), out_dtype=torch.float32)
         y = F.linear(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
+
+    def _cublas_fp32(self, x: torch.Tensor | kernels.QuantizedRows) -> bool:
+        """Whether an fp32 result of x takes cuBLAS's fp32-output matmul: a bf16/fp16 CUDA matrix past the Triton
+        GEMV / skinny-GEMM row counts, no bias, no FP8 weight."""
+        if isinstance(x, tuple) or self.weight_scale is not None or self.bias is not None or x.dim() != 2:
+            return False
+        m = x.shape[0]
+        small = (m == 1 and self.gemv_config is not None) or (1 < m <= SMALL_M and self.small_config is not None)
+        return _MM_OUT_DTYPE and x.is_cuda and x.dtype != torch.float32 and not (small and x.stride(-1) == 1)
 
 
 class MergedLinear(Linear):

@@ -240,10 +240,11 @@ class DecoderForCausalLM(nn.Module):
         x, _ = self.norm(x, residual)
         return x
 
-    def compute_logits(self, hidden: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-        """Logits [T, V] in out_dtype (default the model's), through lm_head (tied or not): batch-1 /
-        small-batch kernels where tuning chose them, which write out_dtype directly."""
-        return self.lm_head(hidden, out_dtype=out_dtype)
+    def compute_logits(self, hidden: torch.Tensor, out_dtype: torch.dtype | None = None,
+                       out: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [T, V] in out_dtype (default the model's, or out's), through lm_head (tied or not): batch-1 /
+        small-batch kernels where tuning chose them, which write out_dtype directly; `out` as Linear.forward's."""
+        return self.lm_head(hidden, out_dtype=out_dtype, out=out)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         """Load HF-named tensors; returns the keys filled (`name#shard` for fused parameters)."""
