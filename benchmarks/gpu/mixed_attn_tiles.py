@@ -4,7 +4,7 @@ tile: what the chunk part adds over the decode part alone, and which tile adds l
 A step as engine/mixed_graph.py lays it out under flat on Qwen2.5-7B nano256 (stop 40's timeline: 146 decodes and
 153 prompt tokens a step): D real decodes (contexts uniform in [lo, hi]) in decode bucket DB, two chunks (the end of
 one prompt over its cached prefix, the start of the next) and the chunk bound t = DB + chunk bucket, which is the
-max_query_len the mixed graphs pass. Each variant is timed as one CUDA graph of 28 calls (a step's layers),
+max_query_len the mixed graphs pass. Each variant is timed as CUDA graphs of 28 calls (a step's layers),
 replayed; µs per call. Variants: the decode kernel on the decode part alone (`decode_only`), the two-launch form
 (`two`), the one launch with its decode sequences longest first (`lpt`, TACHYON_MIXED_ORDER=lpt's order), and the
 one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 ran it at c4c8048,
@@ -21,13 +21,13 @@ import json
 import os
 import random
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.prefill_attn_sweep import time_call  # noqa: E402
 from tachyon import kernels  # noqa: E402
 
 
@@ -92,23 +92,9 @@ def runner(form: str, s: dict, out: torch.Tensor):
 
 
 def time_graph(fn, layers: int = 28, reps: int = 60) -> float:
-    """µs per call: fn captured `layers` times in one CUDA graph, replayed `reps` times (median of 3 rounds)."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(layers):
-            fn()
-    rounds = []
-    for _ in range(3):
-        g.replay()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            g.replay()
-        torch.cuda.synchronize()
-        rounds.append((time.perf_counter() - t0) / reps / layers * 1e6)
-    return sorted(rounds)[1]
+    """µs per call: fn captured `layers` times in one CUDA graph, replayed `reps` times; median of 3 such graphs
+    (prefill_attn_sweep.time_call)."""
+    return sorted(time_call(fn, layers, reps) for _ in range(3))[1]
 
 
 def main() -> None:
