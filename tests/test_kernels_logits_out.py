@@ -46,3 +46,20 @@ def test_out_inside_a_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(buf, want, **TOL)
+
+
+def test_out_falls_back_to_a_copy_without_the_direct_kernel(monkeypatch):
+    """Where the fp32-output matmul cannot write into `out` (this CPU build has no such kernel), the layer copies
+    its result there instead, and stops trying."""
+    from tachyon.models import layers
+
+    if CUDA:
+        pytest.skip("the CPU build lacks aten::mm.dtype_out's kernel; CUDA has it")
+    lin, x = _linear(40, torch.bfloat16, torch.Generator().manual_seed(1))
+    answers = iter([True])  # the direct route is taken once (it raises), then the plain bf16 route
+    monkeypatch.setattr(layers, "_MM_OUT_DTYPE_INTO", True)
+    monkeypatch.setattr(Linear, "_cublas_fp32", lambda self, x: next(answers, False))
+    buf = torch.zeros(40, 300)
+    got = lin(x, out_dtype=torch.float32, out=buf)
+    assert got.data_ptr() == buf.data_ptr() and not layers._MM_OUT_DTYPE_INTO
+    torch.testing.assert_close(buf, lin(x, out_dtype=torch.float32), rtol=0, atol=0)

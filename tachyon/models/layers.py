@@ -81,8 +81,12 @@ class Linear(nn.Module):
         if out is not None:
             if out_dtype is not None and out.dtype != out_dtype:
                 raise ValueError(f"Linear.forward: out is {out.dtype}, out_dtype {out_dtype}")
+            global _MM_OUT_DTYPE_INTO
             if _MM_OUT_DTYPE_INTO and out.dtype == torch.float32 and self._cublas_fp32(x):
-                return torch.mm(x, self.weight.t(), out_dtype=torch.float32, out=out)
+                try:
+                    return torch.mm(x, self.weight.t(), out_dtype=torch.float32, out=out)
+                except (RuntimeError, NotImplementedError):  # a build without the CUDA kernel: copy from now on
+                    _MM_OUT_DTYPE_INTO = False
             return out.copy_(self.forward(x, out.dtype))
         w, b, s = self.weight, self.bias, self.weight_scale
         if isinstance(x, tuple) and s is None:
