@@ -48,18 +48,26 @@ def test_out_inside_a_cuda_graph():
     torch.testing.assert_close(buf, want, **TOL)
 
 
-def test_out_falls_back_to_a_copy_without_the_direct_kernel(monkeypatch):
-    """Where the fp32-output matmul cannot write into `out` (this CPU build has no such kernel), the layer copies
-    its result there instead, and stops trying."""
+def test_out_falls_back_to_a_fresh_result_without_the_direct_kernel(monkeypatch):
+    """Where the fp32-output matmul cannot write into `out` (a build without that kernel), the layer takes the
+    fresh-result matmul, copies it there, and stops trying. On the CPU with a stand-in for that matmul."""
     from tachyon.models import layers
 
-    if CUDA:
-        pytest.skip("the CPU build lacks aten::mm.dtype_out's kernel; CUDA has it")
     lin, x = _linear(40, torch.bfloat16, torch.Generator().manual_seed(1))
-    answers = iter([True])  # the direct route is taken once (it raises), then the plain bf16 route
+    calls = []
+
+    def mm(a, b, out_dtype=None, out=None):
+        calls.append(out is not None)
+        if out is not None:
+            raise NotImplementedError("aten::mm.dtype_out")
+        return a.float() @ b.float()
+
     monkeypatch.setattr(layers, "_MM_OUT_DTYPE_INTO", True)
-    monkeypatch.setattr(Linear, "_cublas_fp32", lambda self, x: next(answers, False))
+    monkeypatch.setattr(layers, "_fp32_by_cublas", lambda x: True)
+    monkeypatch.setattr(torch, "mm", mm)
     buf = torch.zeros(40, 300)
     got = lin(x, out_dtype=torch.float32, out=buf)
-    assert got.data_ptr() == buf.data_ptr() and not layers._MM_OUT_DTYPE_INTO
-    torch.testing.assert_close(buf, lin(x, out_dtype=torch.float32), rtol=0, atol=0)
+    assert got.data_ptr() == buf.data_ptr() and not layers._MM_OUT_DTYPE_INTO and calls == [True, False]
+    torch.testing.assert_close(buf, x.float() @ lin.weight.float().t(), rtol=0, atol=0)
+    lin(x, out_dtype=torch.float32, out=buf)
+    assert calls == [True, False, False], "no second try"

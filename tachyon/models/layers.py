@@ -29,6 +29,11 @@ def _set_loader(param: nn.Parameter, loader) -> nn.Parameter:
     return param
 
 
+def _fp32_by_cublas(x: torch.Tensor) -> bool:
+    """Whether cuBLAS can write x @ W^T in fp32 itself: a 16-bit CUDA matrix on a torch with mm's out_dtype."""
+    return x.dtype != torch.float32 and x.dim() == 2 and _MM_OUT_DTYPE and x.is_cuda
+
+
 class Linear(nn.Module):
     """y = x W^T (+ b). Plain linear; the base class quantized variants replace."""
 
@@ -81,13 +86,15 @@ class Linear(nn.Module):
         if out is not None:
             if out_dtype is not None and out.dtype != out_dtype:
                 raise ValueError(f"Linear.forward: out is {out.dtype}, out_dtype {out_dtype}")
-            global _MM_OUT_DTYPE_INTO
-            if _MM_OUT_DTYPE_INTO and out.dtype == torch.float32 and self._cublas_fp32(x):
-                try:
-                    return torch.mm(x, self.weight.t(), out_dtype=torch.float32, out=out)
-                except (RuntimeError, NotImplementedError):  # a build without the CUDA kernel: copy from now on
-                    _MM_OUT_DTYPE_INTO = False
-            return out.copy_(self.forward(x, out.dtype))
+            out_dtype = out.dtype
+        y = self._project(x, out_dtype, out)
+        return y if out is None or y is out else out.copy_(y)
+
+    def _project(self, x: torch.Tensor | kernels.QuantizedRows, out_dtype: torch.dtype | None,
+                 out: torch.Tensor | None) -> torch.Tensor:
+        """forward's routes; only cuBLAS's fp32 route writes into `out` (returning it), the others return a fresh
+        result."""
+        global _MM_OUT_DTYPE_INTO
         w, b, s = self.weight, self.bias, self.weight_scale
         if isinstance(x, tuple) and s is None:
             raise TypeError("Linear.forward: a quantized input needs an FP8 layer (quantize_fp8)")
@@ -106,22 +113,19 @@ class Linear(nn.Module):
             return kernels.gemm_small(x, w, b, self.small_config, out_dtype=out_dtype)
         if s is not None:
             return kernels.fp8_linear(x, w, s, b, out_dtype)
-        if out_dtype == torch.float32 and self._cublas_fp32(x):
+        if out_dtype == torch.float32 and b is None and _fp32_by_cublas(x):
             # fp32 written by cuBLAS itself (fp32 accumulator, no bf16 rounding and no conversion kernel):
             # the decode graphs' logits (H200, Qwen2.5-7B lm_head at 256 rows 553.5 -> 425.6 us;
             # benchmarks/results/session13/cub13_eda5ca3/)
+            if out is not None and _MM_OUT_DTYPE_INTO:
+                try:
+                    torch.mm(x, w.t(), out_dtype=torch.float32, out=out)
+                    return out
+                except (RuntimeError, NotImplementedError):  # a build without the kernel: a fresh result from now on
+                    _MM_OUT_DTYPE_INTO = False
             return torch.mm(x, w.t(), out_dtype=torch.float32)
         y = F.linear(x, w, b)
         return y if out_dtype is None else y.to(out_dtype)
-
-    def _cublas_fp32(self, x: torch.Tensor | kernels.QuantizedRows) -> bool:
-        """Whether an fp32 result of x takes cuBLAS's fp32-output matmul: a bf16/fp16 CUDA matrix past the Triton
-        GEMV / skinny-GEMM row counts, no bias, no FP8 weight."""
-        if isinstance(x, tuple) or self.weight_scale is not None or self.bias is not None or x.dim() != 2:
-            return False
-        m = x.shape[0]
-        small = (m == 1 and self.gemv_config is not None) or (1 < m <= SMALL_M and self.small_config is not None)
-        return _MM_OUT_DTYPE and x.is_cuda and x.dtype != torch.float32 and not (small and x.stride(-1) == 1)
 
 
 class MergedLinear(Linear):
