@@ -66,7 +66,8 @@ def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket
         chunk_qsl=torch.tensor(qsl, dtype=torch.int32).to(dev),
         chunk_seq_lens=torch.tensor([c + n for c, n in chunks], dtype=torch.int32).to(dev),
         chunk_block_tables=tables[decodes:].contiguous().to(dev), max_chunk_len=t, max_seq_len=max(lens),
-        scale=D ** -0.5, rows=qsl[-1], decodes=decodes)
+        scale=D ** -0.5, rows=qsl[-1], decodes=decodes,
+        kv_bytes=sum(lens) * 2 * Hkv * D * cache.element_size())  # every sequence's K and V read once
 
 
 def runner(form: str, s: dict, out: torch.Tensor):
@@ -117,7 +118,8 @@ def main() -> None:
         os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
         runner("mixed", s, ref)()
         rows = s["rows"]
-        row = dict(step=spec, forms={})
+        # the floor: the step's KV bytes at the H200's 4.25 TB/s copy ceiling (BENCHMARKS.md)
+        row = dict(step=spec, kv_floor_us=round(s["kv_bytes"] / 4.25e12 * 1e6, 2), forms={})
         for form, tile in [("decode_only", ""), ("two", ""), ("default", ""), ("lpt", "")] + [("tile", t) for t in
                                                                                   args.tiles.split(",") if t]:
             if tile:

@@ -83,7 +83,10 @@ class _Compile:
             try:
                 k = triton.compile(ASTSource(fn, sig, const, attrs), target=GPUTarget("cuda", self.arch, 32),
                                    options=opts)
-                RESULTS.append((fn.__name__, True, _ptxas_usage(k.asm["ptx"], self.arch) if self.registers else ""))
+                # the variant's tensor dtypes in the registers report: which variant spills (e.g. fp32 against bf16)
+                kinds = "/".join(dict.fromkeys(t[1:] for t in sig.values() if t.startswith("*")))
+                name = f"{fn.__name__} [{kinds}]" if self.registers else fn.__name__
+                RESULTS.append((name, True, _ptxas_usage(k.asm["ptx"], self.arch) if self.registers else ""))
             except Exception as e:  # noqa: BLE001 - reported below
                 traceback.print_exc()
                 RESULTS.append((fn.__name__, False, repr(e)[:300]))
