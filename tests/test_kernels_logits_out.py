@@ -12,11 +12,11 @@ from tests.kernel_env import CUDA, DEV
 TOL = dict(rtol=1e-5, atol=1e-5) if CUDA else dict(rtol=0, atol=0)
 
 
-def _linear(rows: int, dtype: torch.dtype, gen: torch.Generator) -> tuple[Linear, torch.Tensor]:
-    lin = Linear(64, 300).to(DEV, dtype)
+def _linear(rows: int, dtype: torch.dtype, gen: torch.Generator, dev: str = DEV) -> tuple[Linear, torch.Tensor]:
+    lin = Linear(64, 300).to(dev, dtype)
     with torch.no_grad():
         lin.weight.copy_(torch.randn(300, 64, generator=gen).to(dtype))
-    return lin, torch.randn(rows, 64, generator=gen).to(DEV, dtype)
+    return lin, torch.randn(rows, 64, generator=gen).to(dev, dtype)
 
 
 @pytest.mark.parametrize("rows", [1, 5, 40])
@@ -50,10 +50,11 @@ def test_out_inside_a_cuda_graph():
 
 def test_out_falls_back_to_a_fresh_result_without_the_direct_kernel(monkeypatch):
     """Where the fp32-output matmul cannot write into `out` (a build without that kernel), the layer takes the
-    fresh-result matmul, copies it there, and stops trying. On the CPU with a stand-in for that matmul."""
+    fresh-result matmul, copies it there, and stops trying. On the CPU with a stand-in for that matmul (also on a
+    GPU machine: a CUDA layer would take its Triton skinny GEMM at 40 rows, never reaching the matmul)."""
     from tachyon.models import layers
 
-    lin, x = _linear(40, torch.bfloat16, torch.Generator().manual_seed(1))
+    lin, x = _linear(40, torch.bfloat16, torch.Generator().manual_seed(1), dev="cpu")
     calls = []
 
     def mm(a, b, out_dtype=None, out=None):

@@ -182,9 +182,9 @@ def test_mixed_attention_decode_order_leaves_the_result(Hq, Hkv):
 
 
 def test_mixed_decode_order_knob(monkeypatch):
-    """Batch order unless TACHYON_MIXED_ORDER=lpt; a bad value names the knob."""
+    """Longest first unless TACHYON_MIXED_ORDER=batch; a bad value names the knob."""
     monkeypatch.delenv("TACHYON_MIXED_ORDER", raising=False)
-    assert not attn_cfg.mixed_decode_order()
+    assert attn_cfg.mixed_decode_order()
     monkeypatch.setenv("TACHYON_MIXED_ORDER", "batch")
     assert not attn_cfg.mixed_decode_order()
     monkeypatch.setenv("TACHYON_MIXED_ORDER", "lpt")

@@ -42,7 +42,8 @@ def _timed(fn, reps: int) -> tuple[float, object]:
 
 def running_decodes(llm: LLM, n: int, rng: random.Random, tag: str) -> list[str]:
     """Adds n requests of 300-900 random prompt tokens (ids `tag`_i) and steps the engine until each has sampled
-    once, so the next step decodes them all; returns their ids."""
+    once, so the next step decodes them all; returns their ids. Wants an fcfs engine: flat's row budget would spread
+    the prompts over hundreds of steps, and the first would finish (max_tokens) before the last had sampled."""
     eng = llm.engine
     ids = [f"{tag}_{i}" for i in range(n)]
     for rid in ids:
@@ -132,7 +133,8 @@ def main() -> None:
     results, ok = [], True
     for shape in args.shapes.split(","):
         t0 = time.perf_counter()
-        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, overlap_scheduling=False)
+        llm = LLM(shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192, overlap_scheduling=False,
+                  scheduling_policy="fcfs")
         startup = time.perf_counter() - t0
         r = llm.engine.runner
         entry = dict(shape=shape, startup_s=startup, phases=llm.engine.startup,

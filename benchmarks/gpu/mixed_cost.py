@@ -111,7 +111,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     llm = LLM(args.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
-              overlap_scheduling=False)
+              overlap_scheduling=False, scheduling_policy="fcfs")
     rows = []
     for i, pair in enumerate(args.steps.split(",")):
         d, rest = pair.split(":")

@@ -153,11 +153,12 @@ def mixed_one_launch() -> bool:
 
 def mixed_decode_order() -> bool:
     """Whether the mixed graphs hand the one-launch mixed attention their decode sequences longest first
-    (TACHYON_MIXED_ORDER=lpt: the kernel then dispatches its programs heaviest first, every KV head of one program
-    index before the next, so the launch's last wave holds the shortest sequences) or leaves them in batch order
-    (the default, TACHYON_MIXED_ORDER=batch). Opt-in until measured on a GPU. Read when a mixed graph runner is
-    built: its graphs keep it."""
+    (the default, TACHYON_MIXED_ORDER=lpt: the kernel then dispatches its programs heaviest first, every KV head of
+    one program index before the next, so the launch's last wave holds the shortest sequences) or leaves them in
+    batch order (TACHYON_MIXED_ORDER=batch). On the H200 (stop 41) longest first cut the attention of three
+    flat-shaped 7B steps by 10-19% (84.3 -> 75.5 us a layer on the typical one) and made 7B nano256 0.8% faster
+    (13,822.7 against 13,710.0 tok/s, alternating runs). Read when a mixed graph runner is built: its graphs keep it."""
     env = os.environ.get("TACHYON_MIXED_ORDER", "")
     if env not in ("", "batch", "lpt"):
         raise ValueError(f"TACHYON_MIXED_ORDER must be 'batch' or 'lpt', got {env!r}")
-    return env == "lpt"
+    return env != "batch"

@@ -305,9 +305,9 @@ def test_compile_keys_cover_every_bucket(attn, monkeypatch):
 
 
 def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, monkeypatch):
-    """TACHYON_MIXED_ORDER=lpt: the mixed step's decode part carries its real sequences longest first, then the padding
-    ones, and the one-launch attention receives that order; the logits are the eager all-rows step's. By default no
-    order is passed."""
+    """TACHYON_MIXED_ORDER=lpt (the default): the mixed step's decode part carries its real sequences longest first,
+    then the padding ones, and the one-launch attention receives that order; the logits are the eager all-rows
+    step's. Under TACHYON_MIXED_ORDER=batch no order is passed."""
     from tachyon import kernels
 
     seen = []
@@ -330,14 +330,14 @@ def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, mon
     r = eng.runner
     lens = [req.num_tokens for req in sched.requests[:3]]
     want = sorted(range(3), key=lambda i: -lens[i]) + [3]  # then the padding sequence of bucket 4
-    for order in ("batch", "lpt"):
+    for order in ("batch", "lpt", ""):
         monkeypatch.setenv("TACHYON_MIXED_ORDER", order)
         seen.clear()
         mixed = _small_mixed_runner(r, sched)
         logits, _ = mixed.run(sched)
         torch.testing.assert_close(logits, _eager_all_rows_logits(r, sched), rtol=1e-4, atol=1e-4)
         assert len(seen) == r.spec.num_layers - 1  # the last layer attends on the sample rows only
-        assert all(o == (want if order == "lpt" else None) for o in seen), (order, seen[0], lens)
+        assert all(o == (None if order == "batch" else want) for o in seen), (order, seen[0], lens)
     for rid in ("d0", "d1", "d2", "c"):
         eng.abort(rid)
     eng.check_integrity()
