@@ -157,6 +157,24 @@ def test_attention_decode_kv_splits(poison, monkeypatch, dtype, G, early_tile):
 
 
 @needs_triton
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("splits", [1, 8])
+def test_attention_decode_order(poison, dtype, splits):
+    """decode_order (a permutation of the sequences) only reorders the decode programs: every row is the
+    batch-order launch's, bit for bit, split or not."""
+    Hkv, D = 2, 32
+    gen = torch.Generator().manual_seed(4)
+    q, cache, meta, _ = make_batch(SPLIT_DECODE, 4 * Hkv, Hkv, D, 16, dtype, gen)
+    base = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
+    lens = meta["seq_lens"]
+    for order in (torch.argsort(-lens, stable=True), torch.tensor([3, 0, 4, 2, 1])):
+        out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits,
+                                 decode_order=order.to(torch.int32).to(lens.device))
+        assert torch.equal(out, base), order.tolist()
+    close(base, K.attention_ref(q, cache, **meta), dtype)
+
+
+@needs_triton
 @pytest.mark.parametrize("merge", MERGE_MODES)
 @pytest.mark.parametrize("early_tile", ["0", "1"])
 def test_attention_decode_kv_splits_graph_shape(poison, monkeypatch, merge, early_tile):

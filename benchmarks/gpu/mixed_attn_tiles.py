@@ -5,7 +5,8 @@ A step as engine/mixed_graph.py lays it out under flat on Qwen2.5-7B nano256 (st
 153 prompt tokens a step): D real decodes (contexts uniform in [lo, hi]) in decode bucket DB, two chunks (the end of
 one prompt over its cached prefix, the start of the next) and the chunk bound t = DB + chunk bucket, which is the
 max_query_len the mixed graphs pass. Each variant is timed as CUDA graphs of 28 calls (a step's layers),
-replayed; µs per call. Variants: the decode kernel on the decode part alone (`decode_only`), the two-launch form
+replayed; µs per call. Variants: the decode kernel on the decode part alone, in batch order (`decode_only`) and
+longest first (`decode_lpt`, TACHYON_DECODE_ORDER=lpt's order for decode-only steps), the two-launch form
 (`two`), the one launch with its decode sequences longest first (`lpt`, TACHYON_MIXED_ORDER=lpt's order), and the
 one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 ran it at c4c8048,
 where TACHYON_PREFILL_TILE set the chunk tile and the default was prefill_config's 64:64 x 4). Every variant's output is
@@ -73,9 +74,12 @@ def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket
 def runner(form: str, s: dict, out: torch.Tensor):
     """A callable running one layer's attention of the step in `form` into `out`."""
     d = s["decodes"]
-    if form == "decode_only":
-        return lambda: kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], s["decode_seq_lens"][:d],
-                                         s["decode_block_tables"][:d], 1, s["max_seq_len"], s["scale"], out=out)
+    if form in ("decode_only", "decode_lpt"):
+        lens = s["decode_seq_lens"][:d]
+        order = torch.argsort(-lens, stable=True).to(torch.int32) if form == "decode_lpt" else None
+        return lambda: kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], lens,
+                                         s["decode_block_tables"][:d], 1, s["max_seq_len"], s["scale"], out=out,
+                                         decode_order=order)
     if form == "two":
         def two():
             kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], s["decode_seq_lens"][:d],
@@ -120,8 +124,8 @@ def main() -> None:
         rows = s["rows"]
         # the floor: the step's KV bytes at the H200's 4.25 TB/s copy ceiling (BENCHMARKS.md)
         row = dict(step=spec, kv_floor_us=round(s["kv_bytes"] / 4.25e12 * 1e6, 2), forms={})
-        for form, tile in [("decode_only", ""), ("two", ""), ("default", ""), ("lpt", "")] + [("tile", t) for t in
-                                                                                  args.tiles.split(",") if t]:
+        forms = [("decode_only", ""), ("decode_lpt", ""), ("two", ""), ("default", ""), ("lpt", "")]
+        for form, tile in forms + [("tile", t) for t in args.tiles.split(",") if t]:
             if tile:
                 os.environ["TACHYON_MIXED_CHUNK_TILE"] = tile
             else:
@@ -130,7 +134,7 @@ def main() -> None:
             fn = runner("mixed" if form in ("default", "tile") else form, s, out)
             try:
                 us = time_graph(fn)
-                n = decodes if form == "decode_only" else rows
+                n = decodes if form.startswith("decode_") else rows
                 err = (out[:n].float() - ref[:n].float()).abs().max().item()
                 row["forms"][tile or form] = dict(us=round(us, 2), max_abs_diff=err)
             except Exception as e:  # a tile Triton cannot build (shared memory) is a result, not a crash

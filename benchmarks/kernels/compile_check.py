@@ -111,6 +111,8 @@ def launch_all(arch: int) -> list[str]:
         i32, i64, f32 = (lambda *s, x=x: t(x, *s) for x in (torch.int32, torch.int64, torch.float32))
         for b, ctx in ((1, 4096), (256, 4096)):
             K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
+        K.attention_triton(q[:256], cache, i32(257), i32(256), i32(256, 300), 1, 4096, 0.1,
+                           decode_order=i32(256))  # TACHYON_DECODE_ORDER=lpt's form
         K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
         K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288,
                                  4096, 0.1)

@@ -30,8 +30,9 @@ class AttentionMetadata:
     # part's query_start_loc indexes this batch's rows, and the attention writes each part's rows of one output; the
     # slot mapping above still stores every row's K/V
     parts: tuple[AttentionMetadata, ...] | None = None
-    # a mixed step's decode part may carry its sequences heaviest first (int32 [B], a permutation): the order the
-    # one-launch mixed attention's programs take them in; no result depends on it
+    # a mixed step's decode part, or a decode graph's step, may carry its sequences heaviest first (int32 [B], a
+    # permutation): the order the one-launch mixed attention's, or the decode kernel's, programs take them in; no
+    # result depends on it
     order: torch.Tensor | None = None
 
 

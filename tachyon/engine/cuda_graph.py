@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata
 from tachyon.engine.request import Request
 from tachyon.engine.staging import StagingBuffers
+from tachyon.kernels.attention_config import decode_graph_order
 from tachyon.kernels.sampling import row_is_unfiltered
 
 # every 16 rows from 64 to 256: a padding row costs a real row's GEMM FLOPs in the power-capped large-batch
@@ -99,7 +101,7 @@ class DecodeGraphRunner:
         i64, i32, f32 = torch.int64, torch.int32, torch.float32
         self.staging = StagingBuffers(
             [(n, i64, (B,)) for n in ("input_ids", "positions", "slots", "seeds", "steps", "src")]
-            + [(n, i32, (B,)) for n in ("seq_lens", "top_k")]
+            + [(n, i32, (B,)) for n in ("seq_lens", "top_k", "decode_order")]
             + [(n, f32, (B,)) for n in ("temperature", "top_p", "min_p")]
             + [("block_tables", i32, (B, MB))], device)
         dev = self.staging.device
@@ -108,6 +110,9 @@ class DecodeGraphRunner:
         self.seq_lens, self.top_k = dev["seq_lens"], dev["top_k"]
         self.temperature, self.top_p, self.min_p = dev["temperature"], dev["top_p"], dev["min_p"]
         self.block_tables = dev["block_tables"]
+        # the bucket's sequences longest first for the decode kernel's dispatch (attention_config.decode_graph_order)
+        self.order_decodes = decode_graph_order()
+        self.decode_order = dev["decode_order"]
         self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
         self.vocab_size = vocab_size
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
@@ -120,7 +125,12 @@ class DecodeGraphRunner:
     def _meta(self, bs: int) -> AttentionMetadata:
         # max_seq_len = max_model_len: the kernels' launch shape must cover any context length
         return AttentionMetadata(self.query_start_loc[: bs + 1], self.seq_lens[:bs], self.slots[:bs],
-                                 self.block_tables[:bs], 1, self.max_model_len, True)
+                                 self.block_tables[:bs], 1, self.max_model_len, True,
+                                 order=self.decode_order[:bs] if self._ordered(bs) else None)
+
+    def _ordered(self, bs: int) -> bool:
+        """Whether bucket `bs`'s graph hands the decode kernel a longest-first order (a one-row step has none)."""
+        return self.order_decodes and bs > 1
 
     def _step(self, bs: int, unfiltered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """One decode step on the static buffers: (logits [bs, V] fp32, tokens = last_tokens[:bs]). A row whose
@@ -196,6 +206,7 @@ class DecodeGraphRunner:
         h["src"][start:end] = -1
         h["seq_lens"][start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
         h["top_p"][start:end] = 1.0
+        h["decode_order"][start:end] = np.arange(start, end)  # each padding row its own place: a permutation
         h["block_tables"][start:end, 0] = 0
 
     def _upload(self, rows: int) -> None:
@@ -235,6 +246,8 @@ class DecodeGraphRunner:
             if unfiltered:
                 unfiltered = row_is_unfiltered(p.temperature, p.top_k, p.top_p, p.min_p, self.vocab_size)
         self._fill_padding(h, bs, bucket)  # padding rows are greedy
+        if self._ordered(bucket):  # the padding rows (one key each) sort last
+            h["decode_order"][:bucket] = np.argsort(-h["seq_lens"][:bucket], kind="stable")
         self._upload(bucket)
         if unfiltered:
             self.unfiltered_graphs[bucket].replay()

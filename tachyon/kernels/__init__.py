@@ -77,11 +77,12 @@ def attention(
     scale: float,
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     fn = attention_triton if use_triton(q) else attention_ref
     return fn(
         q, kv_cache, query_start_loc, seq_lens, block_tables, max_query_len, max_seq_len, scale,
-        out, num_kv_splits,
+        out, num_kv_splits, decode_order,
     )
 
 

@@ -38,8 +38,10 @@ def attention_ref(
     scale: float,
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Plain torch: gather K/V through the block table, fp32 softmax. A decode batch (max_query_len == 1) goes in
+    """Plain torch: gather K/V through the block table, fp32 softmax (decode_order, which only orders the Triton
+    decode kernel's programs, is ignored). A decode batch (max_query_len == 1) goes in
     groups of sequences padded to the group's longest context (at most `_REF_DECODE_KEYS` padded keys a group, the
     padding masked); otherwise one sequence
     at a time, queries `_REF_QUERY_ROWS` at a time, so the score matrix stays [heads, 1024, keys] however long the
@@ -195,16 +197,19 @@ def _decode_split(
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_kernel(
     q_ptr, cache_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
-    qsl_ptr, seq_lens_ptr, bt_ptr, scale,
+    qsl_ptr, seq_lens_ptr, bt_ptr, order_ptr, scale,
     stride_qt, stride_qh, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
-    EARLY_TILE: tl.constexpr = False, SPLIT_ALIGN: tl.constexpr = 0,
+    EARLY_TILE: tl.constexpr = False, SPLIT_ALIGN: tl.constexpr = 0, ORDERED: tl.constexpr = False,
 ):
-    """One program = (sequence, KV head, split): the G query heads of that KV head form one tile.
+    """One program = (sequence, KV head, split): the G query heads of that KV head form one tile. The grid is
+    (B, Hkv, splits), or when ORDERED (Hkv, B, splits) with the sequence of program index i at order_ptr[i]: the
+    KV heads of one sequence are dispatched together, in that order (a longest-first order leaves the shortest
+    sequences for the launch's last wave).
 
     not SPLIT: the whole context, written to out. Otherwise each sequence cuts its own context
     into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
@@ -218,11 +223,15 @@ def _decode_kernel(
     split may then end inside a tile, whose keys past the split are masked; decode_split_align)."""
     ALIGN: tl.constexpr = SPLIT_ALIGN if SPLIT_ALIGN > 0 else BLOCK_N
     pdl_trigger(PDL)
-    b = tl.program_id(0)
-    hk = tl.program_id(1)
+    if ORDERED:
+        hk = tl.program_id(0)
+        b = tl.load(order_ptr + tl.program_id(1))
+    else:
+        b = tl.program_id(0)
+        hk = tl.program_id(1)
     sp = tl.program_id(2)
-    # step inputs (seq_lens, query_start_loc, block tables: copied from the host, no kernel writes them) are
-    # read before pdl_wait
+    # step inputs (seq_lens, query_start_loc, block tables, the order: copied from the host, no kernel writes
+    # them) are read before pdl_wait
     S = tl.load(seq_lens_ptr + b)
     if EARLY_EXIT:
         if sp * _split_len(S, num_splits, ALIGN) >= S:
@@ -302,9 +311,11 @@ def attention_triton(
     scale: float,
     out: torch.Tensor | None = None,
     num_kv_splits: int = 0,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Triton: decode kernel (+ split reduce kernel) when max_query_len == 1, else the prefill/extend
-    kernel."""
+    kernel. decode_order (int32 [B], a permutation of the sequences; decode only): the order the decode programs
+    are dispatched in, KV heads fastest; the result does not depend on it."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -324,12 +335,14 @@ def attention_triton(
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
         cfg = decode_config(cfg_key, plan.splits > 1)
         align = decode_split_align(cfg["BLOCK_N"])
-        _decode_kernel[(B, Hkv, plan.splits)](
-            q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables, scale,
+        ordered = decode_order is not None
+        _decode_kernel[(Hkv, B, plan.splits) if ordered else (B, Hkv, plan.splits)](
+            q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables,
+            decode_order if ordered else seq_lens, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
-            EARLY_TILE=plan.splits > 1 and decode_early_tile(q.dtype), SPLIT_ALIGN=align,
+            EARLY_TILE=plan.splits > 1 and decode_early_tile(q.dtype), SPLIT_ALIGN=align, ORDERED=ordered,
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out

@@ -88,7 +88,7 @@ class Attention(nn.Module):
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         q = self._store_kv(positions, qkv, meta)
         o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
-                              meta.max_query_len, meta.max_seq_len, self.scale)
+                              meta.max_query_len, meta.max_seq_len, self.scale, decode_order=meta.order)
         return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
 
     def _store_kv(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
