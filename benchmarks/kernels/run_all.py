@@ -142,9 +142,11 @@ def b_store_kv(T: int, gen):
 
 @guarded
 def b_attention(name: str, specs, gen, splits: int = 0, time_ref: bool = True, max_seq_len: int = 0,
-                kv_dtype=None):
+                kv_dtype=None, longest_first: bool = False):
     q, cache, meta = paged_batch(specs, gen, kv_dtype)
     meta["max_seq_len"] = max_seq_len or meta["max_seq_len"]  # a CUDA graph passes max_model_len
+    if longest_first:  # a decode batch's programs dispatched longest first (TACHYON_DECODE_ORDER=lpt's order)
+        meta["decode_order"] = torch.argsort(-meta["seq_lens"], stable=True).to(torch.int32)
     out = torch.full_like(q, float("nan"))
     K.attention_triton(q, cache, **meta, out=out, num_kv_splits=splits)
     ref = K.attention_ref(q, cache, **meta)
@@ -365,6 +367,9 @@ def main() -> None:
         b_attention("decode B=64 ctx=1024 max_seq_len=32768", [(1023, 1)] * 64, gen, time_ref=False,
                     max_seq_len=32768)
         b_attention("decode B=8 ctx=2048..4096", [(2047 + 256 * i, 1) for i in range(8)], gen)
+        spread = [(200 + (i * 677) % 1400, 1) for i in range(160)]  # a flat step's decodes: contexts 200-1,599
+        b_attention("decode B=160 ctx=200..1600", spread, gen, time_ref=False)
+        b_attention("decode B=160 ctx=200..1600 longest first", spread, gen, time_ref=False, longest_first=True)
         b_attention("prefill 1x4096", [(0, 4096)], gen)
         b_attention("prefill 4x1024 after 1024 cached", [(1024, 1024)] * 4, gen)
         b_attention("mixed 2048 chunk + 64 decodes", [(2048, 2048)] + [(1023, 1)] * 64, gen, time_ref=False)
