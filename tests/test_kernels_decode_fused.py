@@ -153,6 +153,26 @@ def test_triton_fp32(poison, monkeypatch, name, splits, merge):
 
 
 @needs_triton
+@pytest.mark.parametrize("splits,merge", [(1, "kernel"), (4, "early"), (0, "kernel"), (0, "inline"),
+                                          (0, "inline_wait")])
+def test_triton_decode_order(poison, monkeypatch, splits, merge):
+    """decode_order (a permutation of the sequences: longest first, or any) only reorders the programs: the
+    output and the stored K/V are the batch-order launch's, bit for bit, with each way of merging the splits."""
+    set_merge_mode(monkeypatch, merge)
+    case = make_case("qwen3", torch.float32)
+    if splits == 0:
+        case["max_seq_len"] = 4096
+    base, base_cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=splits)
+    lens = case["seq_lens"]
+    perm = torch.randperm(len(lens), generator=torch.Generator().manual_seed(5))
+    for order in (torch.argsort(-lens.cpu(), stable=True), perm):
+        out, cache = run(K.decode_qkv_attention_triton, case, num_kv_splits=splits,
+                         decode_order=order.to(torch.int32).to(lens.device))
+        assert torch.equal(out[:-1], base[:-1]) and torch.equal(cache, base_cache), order.tolist()
+    assert_counters_zero()
+
+
+@needs_triton
 @pytest.mark.parametrize("name", list(CONFIGS))
 @pytest.mark.parametrize("splits", [1, 4, 0])
 def test_triton_early_tile(poison, monkeypatch, name, splits):

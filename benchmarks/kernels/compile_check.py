@@ -138,6 +138,10 @@ def launch_all(arch: int) -> list[str]:
         K.decode_qkv_attention_triton(t(torch.bfloat16, b, (hq_ + 2 * hkv_) * 128), f32(40960, 128),
                                       t(torch.bfloat16, 2, 100, 16, hkv_, 128), i64(b), w, w, 1e-6, hq_, hkv_, 128,
                                       i32(b + 1), i32(b), i32(b, 300), ctx, 0.1)
+    K.decode_qkv_attention_triton(t(torch.bfloat16, 8, 36 * 128), f32(40960, 128),
+                                  t(torch.bfloat16, 2, 100, 16, 4, 128), i64(8), None, None, 1e-6, 28, 4, 128,
+                                  i32(9), i32(8), i32(8, 300), 4096, 0.1,
+                                  decode_order=i32(8))  # TACHYON_DECODE_ORDER=lpt's form
     left_out = []
     # the engine's own guards: FP8 (e4m3) needs compute capability 8.9 (Engine refuses fp8 below it), the L2
     # prefetch's TMA instruction sm_90 (kernels.l2_prefetch issues it only there)

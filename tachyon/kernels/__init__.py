@@ -168,12 +168,13 @@ def decode_qkv_attention(
     block_tables: torch.Tensor,
     max_seq_len: int,
     scale: float,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Decode batch (one token per sequence at position seq_lens - 1): qkv_post + attention in one Triton
     kernel (+ the split merge) on CUDA -> out [B, Hq, D] (decode_fused.py)."""
     fn = decode_qkv_attention_triton if use_triton(qkv) else decode_qkv_attention_ref
     return fn(qkv, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps, num_heads, num_kv_heads,
-              head_dim, query_start_loc, seq_lens, block_tables, max_seq_len, scale)
+              head_dim, query_start_loc, seq_lens, block_tables, max_seq_len, scale, decode_order=decode_order)
 
 
 def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,

@@ -152,12 +152,12 @@ def mixed_one_launch() -> bool:
 
 
 def decode_graph_order() -> bool:
-    """Whether the decode graphs hand the decode kernel their sequences longest first (TACHYON_DECODE_ORDER=lpt:
-    the dedicated decode kernel then dispatches every KV head of one sequence together, longest first) or leaves
-    them in batch order (the default, TACHYON_DECODE_ORDER=batch). The mixed steps' form of it
-    (mixed_decode_order) cut their attention 10-19% on the H200; this one, for decode-only steps (the server's,
-    fcfs', flat's tail), is opt-in until measured there. The fused decode kernel (split contexts, small batches)
-    ignores it. Read when a decode graph runner is built: its graphs keep it."""
+    """Whether the decode graphs hand the decode attention their sequences longest first (TACHYON_DECODE_ORDER=lpt:
+    the dedicated decode kernel, or the fused one where it splits contexts at small batches, then dispatches every
+    program of one sequence together, longest first) or leaves them in batch order (the default,
+    TACHYON_DECODE_ORDER=batch). The mixed steps' form of it (mixed_decode_order) cut their attention 10-19% on the
+    H200; this one, for decode-only steps (the server's, fcfs', flat's tail), is opt-in until measured there. Read
+    when a decode graph runner is built: its graphs keep it."""
     env = os.environ.get("TACHYON_DECODE_ORDER", "")
     if env not in ("", "batch", "lpt"):
         raise ValueError(f"TACHYON_DECODE_ORDER must be 'batch' or 'lpt', got {env!r}")

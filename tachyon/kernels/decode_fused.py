@@ -3,7 +3,7 @@ attention in one kernel, so a decode step skips `qkv_post`'s launch and the q ro
 
 Contract of `decode_qkv_attention(qkv, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight,
 k_norm_weight, eps, num_heads, num_kv_heads, head_dim, query_start_loc, seq_lens, block_tables,
-max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
+max_seq_len, scale, num_kv_splits=0, decode_order=None) -> out [B, Hq, D]`:
 
 - A decode batch: every sequence b has exactly one new token, row b of qkv (so T == B and
   query_start_loc is arange(B + 1)). Its position (rotary and causal) is seq_lens[b] - 1: the new key is
@@ -16,6 +16,8 @@ max_seq_len, scale, num_kv_splits=0) -> out [B, Hq, D]`:
   reference. The kernel never reads the new key back from the cache: the program whose split holds it
   adds it from registers (rounded to the cache dtype, as a read would give it) and stores it, so no
   program races the store. Only the fp32 accumulation order differs from the two-kernel path.
+- decode_order (int32 [B], a permutation of the sequences) only sets the order the programs are dispatched in
+  (every KV head and split of one sequence together, in that order); the result does not depend on it.
 """
 
 import torch
@@ -51,8 +53,10 @@ def decode_qkv_attention_ref(
     max_seq_len: int,
     scale: float,
     num_kv_splits: int = 0,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Plain torch: qkv_post_ref, then attention_ref (the two ops the kernel fuses)."""
+    """Plain torch: qkv_post_ref, then attention_ref (the two ops the kernel fuses; decode_order, which only
+    orders the kernel's programs, is ignored)."""
     _check_decode(qkv, query_start_loc, seq_lens)
     positions = seq_lens.long() - 1
     q = qkv_post_ref(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
@@ -85,7 +89,7 @@ def _block_ids(bt_row, n0, kv_end, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_qkv_kernel(
     qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
-    seq_lens_ptr, bt_ptr, scale, eps,
+    seq_lens_ptr, bt_ptr, order_ptr, scale, eps,
     stride_qkv, stride_cs, stride_ot, stride_oh,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, stride_bt,
     Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
@@ -93,9 +97,10 @@ def _decode_qkv_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
-    EARLY_TILE: tl.constexpr = False,
+    EARLY_TILE: tl.constexpr = False, ORDERED: tl.constexpr = False,
 ):
-    """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys. Cache keys come
+    """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys; the grid is (B, Hkv,
+    splits), or when ORDERED (Hkv, splits, B) with the sequence of program index i at order_ptr[i]. Cache keys come
     through the block table (all but the last); the split holding key S - 1 takes it from qkv and stores
     it. Latency is the point at small batch, so the dependent loads are issued as early as they can be:
     the token's q / k / v rows with seq_lens (they depend on nothing), the rotary's cos / sin with the
@@ -106,9 +111,14 @@ def _decode_qkv_kernel(
     K and V) is loaded before pdl_wait, as the dedicated kernel's EARLY_TILE (cached keys were written by
     earlier steps; this step's key is never read from the cache here)."""
     pdl_trigger(PDL)
-    b = tl.program_id(0)
-    hk = tl.program_id(1)
-    sp = tl.program_id(2)
+    if ORDERED:  # the order is a step input too (copied from the host): safe before pdl_wait
+        hk = tl.program_id(0)
+        sp = tl.program_id(1)
+        b = tl.load(order_ptr + tl.program_id(2))
+    else:
+        b = tl.program_id(0)
+        hk = tl.program_id(1)
+        sp = tl.program_id(2)
     S = tl.load(seq_lens_ptr + b)  # a step input (copied from the host): safe before pdl_wait
     if EARLY_EXIT:
         if sp * _split_len(S, num_splits, BLOCK_N) >= S:
@@ -217,9 +227,10 @@ def decode_qkv_attention_triton(
     max_seq_len: int,
     scale: float,
     num_kv_splits: int = 0,
+    decode_order: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Triton: grid (B, Hkv, splits), plus split_kv.py's merge kernel when the context is split and not
-    merged inline."""
+    """Triton: grid (B, Hkv, splits) (with decode_order: (Hkv, splits, B)), plus split_kv.py's merge kernel when
+    the context is split and not merged inline."""
     require_triton()
     _check_args(qkv, cos_sin_cache, kv_cache, q_norm_weight, k_norm_weight, num_heads, num_kv_heads, head_dim)
     _check_decode(qkv, query_start_loc, seq_lens)
@@ -239,15 +250,17 @@ def decode_qkv_attention_triton(
     rot = cos_sin_cache.shape[-1]
     qw = q_norm_weight if has_norm else qkv  # unused placeholders when there is no norm
     kw = k_norm_weight if has_norm else qkv
-    _decode_qkv_kernel[(B, Hkv, plan.splits)](
+    ordered = decode_order is not None
+    _decode_qkv_kernel[(Hkv, plan.splits, B) if ordered else (B, Hkv, plan.splits)](
         qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw, out, plan.mid_o, plan.mid_lse, plan.counters,
-        seq_lens, block_tables, scale, eps,
+        seq_lens, block_tables, decode_order if ordered else seq_lens, scale, eps,
         qkv.stride(0), cos_sin_cache.stride(0), out.stride(0), out.stride(1),
         kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3), block_tables.stride(0),
         Hq=Hq, Hkv=Hkv, G=G, D=D, HALF=rot // 2, ROT=rot, HAS_NORM=has_norm, PAGE=kv_cache.shape[2],
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"], EARLY_TILE=decode_fused_early_tile(), **plan.kernel_args(), **pdl,
+        ORDERED=ordered,
     )
     plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out

@@ -84,6 +84,7 @@ class Attention(nn.Module):
                 self.q_norm.weight if has_norm else None, self.k_norm.weight if has_norm else None,
                 self.q_norm.eps if has_norm else 0.0, self.num_heads, self.num_kv_heads, self.head_dim,
                 meta.query_start_loc, meta.seq_lens, meta.block_tables, meta.max_seq_len, self.scale,
+                decode_order=meta.order,
             )
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         q = self._store_kv(positions, qkv, meta)

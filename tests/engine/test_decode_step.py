@@ -140,21 +140,23 @@ def test_output_bytes_is_what_the_steps_keep(tiny_llama):
     assert runner.output_bytes(runner.buckets[:-1]) == sum(kept.values()) - kept[16]
 
 
-def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypatch):
+@pytest.mark.parametrize("max_model_len,kernel", [(64, "attention"), (2048, "decode_qkv_attention")])
+def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypatch, max_model_len, kernel):
     """TACHYON_DECODE_ORDER=lpt: `run` stages the bucket's sequences longest first (padding rows, one key each,
-    last) and the step hands that order to the decode attention; a one-row bucket and the default (batch order)
-    hand none. The logits do not depend on it."""
+    last) and the step hands that order to the decode attention, the dedicated kernel (short max_model_len: the
+    context is not split) or the fused one (split); a one-row bucket and the default (batch order) hand none.
+    The logits do not depend on it."""
     from tachyon import SamplingParams, kernels
     from tachyon.engine.request import Request
 
     seen = []
-    real = kernels.attention
+    real = getattr(kernels, kernel)
 
     def spy(*args, decode_order=None, **kw):
         seen.append(None if decode_order is None else decode_order.tolist())
         return real(*args, decode_order=decode_order, **kw)
 
-    monkeypatch.setattr(kernels, "attention", spy)
+    monkeypatch.setattr(kernels, kernel, spy)
     model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
     gen = torch.Generator().manual_seed(0)
     model.bind_kv_cache([torch.randn(2, 8, 16, spec.num_kv_heads, spec.head_dim, generator=gen)
@@ -162,7 +164,7 @@ def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypat
 
     def req(i: int, n: int) -> Request:
         r = Request(str(i), list(range(3, 3 + n)), SamplingParams(max_tokens=4, temperature=0.0), eos_token_ids=[],
-                    max_model_len=64, sample_seed=i)
+                    max_model_len=max_model_len, sample_seed=i)
         r.block_ids = [i]
         return r
 
@@ -170,8 +172,9 @@ def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypat
     results = {}
     for order in ("lpt", "batch"):
         monkeypatch.setenv("TACHYON_DECODE_ORDER", order)
-        runner = DecodeGraphRunner(model, max_batch=8, max_model_len=64, block_size=16, vocab_size=spec.vocab_size,
-                                   device=torch.device("cpu"), last_tokens=torch.zeros(8, dtype=torch.int64))
+        runner = DecodeGraphRunner(model, max_batch=8, max_model_len=max_model_len, block_size=16,
+                                   vocab_size=spec.vocab_size, device=torch.device("cpu"),
+                                   last_tokens=torch.zeros(8, dtype=torch.int64))
         log: list[str] = []
         for b in runner.buckets:
             runner.graphs[b] = _FakeGraph(log, f"full{b}")
@@ -185,11 +188,7 @@ def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypat
         assert seen and all(o == want for o in seen), (order, seen)
         if order == "lpt":
             assert runner.decode_order[:4].tolist() == [1, 0, 2, 3]
-            seen.clear()
-            runner.run(reqs[:1], [-1])
-            with torch.inference_mode():
-                runner._step(1)
-            assert seen and all(o is None for o in seen), "a one-row step takes no order"
+            assert runner._meta(1).order is None, "a one-row step takes no order"
     torch.testing.assert_close(results["lpt"], results["batch"], rtol=0, atol=0)
     monkeypatch.setenv("TACHYON_DECODE_ORDER", "longest")
     with pytest.raises(ValueError, match="TACHYON_DECODE_ORDER"):
