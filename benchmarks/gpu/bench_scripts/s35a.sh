@@ -1,5 +1,5 @@
 # For the next stop's first call (one fresh machine, ~8 minutes): is TACHYON_DECODE_ORDER=lpt (the decode graphs'
-# sequences longest first, KV heads fastest, in the dedicated decode kernel) worth making the default?
+# sequences longest first, every program of a sequence together, in both decode kernels) worth making the default?
 # (1) mixed_attn_tiles.py: `decode_lpt` against `decode_only` per layer on three flat-shaped 7B steps' decodes;
 # (2) 7B nano256 engine alone under fcfs (every decode step a decode graph), batch / lpt alternating;
 # (3) the same under flat (only the decode-only tail); (4) the GPU kernel tests.
