@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from tachyon.engine.scheduler import SchedulerOutput
@@ -34,6 +35,12 @@ class AttentionMetadata:
     # permutation): the order the one-launch mixed attention's, or the decode kernel's, programs take them in; no
     # result depends on it
     order: torch.Tensor | None = None
+
+
+def longest_first(seq_lens: np.ndarray) -> np.ndarray:
+    """The sequences' indices, longest context first (stable: ties keep batch order), as a graph runner stages
+    AttentionMetadata.order; a padding sequence (one key) sorts after every real one."""
+    return np.argsort(-seq_lens, kind="stable")
 
 
 @dataclass

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from tachyon import kernels
-from tachyon.engine.batch import AttentionMetadata
+from tachyon.engine.batch import AttentionMetadata, longest_first
 from tachyon.engine.request import Request
 from tachyon.engine.staging import StagingBuffers
 from tachyon.kernels.attention_config import decode_graph_order
@@ -180,7 +180,9 @@ class DecodeGraphRunner:
     def pad_inputs(self) -> None:
         """Every row a padding row (both staging sets, uploaded): what capture and compile passes run on."""
         for _ in range(2):
-            self._fill_padding(self.staging.host(), 0, self.max_bs)
+            h = self.staging.host()
+            self._fill_padding(h, 0, self.max_bs)
+            h["decode_order"][:] = np.arange(self.max_bs)  # a permutation for every bucket's capture
             self._upload(self.max_bs)
         torch.cuda.synchronize()
 
@@ -206,7 +208,6 @@ class DecodeGraphRunner:
         h["src"][start:end] = -1
         h["seq_lens"][start:end] = 1  # seq_len 1: padding rows attend to one (garbage) key, harmlessly
         h["top_p"][start:end] = 1.0
-        h["decode_order"][start:end] = np.arange(start, end)  # each padding row its own place: a permutation
         h["block_tables"][start:end, 0] = 0
 
     def _upload(self, rows: int) -> None:
@@ -247,7 +248,7 @@ class DecodeGraphRunner:
                 unfiltered = row_is_unfiltered(p.temperature, p.top_k, p.top_p, p.min_p, self.vocab_size)
         self._fill_padding(h, bs, bucket)  # padding rows are greedy
         if self._ordered(bucket):  # the padding rows (one key each) sort last
-            h["decode_order"][:bucket] = np.argsort(-h["seq_lens"][:bucket], kind="stable")
+            h["decode_order"][:bucket] = longest_first(h["seq_lens"][:bucket])
         self._upload(bucket)
         if unfiltered:
             self.unfiltered_graphs[bucket].replay()

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from tachyon import kernels
-from tachyon.engine.batch import AttentionMetadata, KeptRows, prune_last_layer
+from tachyon.engine.batch import AttentionMetadata, KeptRows, longest_first, prune_last_layer
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
@@ -85,7 +85,6 @@ class MixedGraphRunner(StepGraphs):
         self.buf = self.staging.device
         # the decode part's sequences longest first for the one-launch attention (attention_config.mixed_decode_order)
         self.order_decodes = mixed_decode_order()
-        self._identity = np.arange(max_decodes, dtype=np.int32)  # the padding sequences' places in that order
         # the decode part's query_start_loc and the kept rows' (one per sample row)
         self.decode_qsl = torch.arange(S + 1, dtype=i32, device=device)
         # one logits buffer for every graph (a graph's own output would stay allocated per key)
@@ -207,9 +206,8 @@ class MixedGraphRunner(StepGraphs):
         # padding decode sequences (their rows hold chunk or padding tokens): attend to one garbage key
         h["seq_lens"][d:d_pad] = 1
         h["block_tables"][d:d_pad, 0] = 0
-        if self.order_decodes:  # the real decode sequences longest first, then the padding ones
-            h["decode_order"][:d] = np.argsort(-h["seq_lens"][:d], kind="stable")
-            h["decode_order"][d:d_pad] = self._identity[d:d_pad]
+        if self.order_decodes:  # the real decode sequences longest first, then the padding ones (one key each)
+            h["decode_order"][:d_pad] = longest_first(h["seq_lens"][:d_pad])
         lo = d
         qsl = [lo]
         for j, (r, c) in enumerate(zip(reqs[d:], sched.num_new_tokens[d:])):
@@ -259,7 +257,7 @@ class MixedGraphRunner(StepGraphs):
             h["seq_lens"][:] = 1
             h["block_tables"][:, 0] = 0
             h["chunk_qsl"][:] = 0
-            h["decode_order"][:] = self._identity
+            h["decode_order"][:] = np.arange(self.max_decodes)  # a permutation for every key's capture
             self._pad_samples(h, 0, self.max_decodes + MAX_CHUNKS)
             h["keep_seq"][:] = 0
             self.staging.upload()

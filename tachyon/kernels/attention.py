@@ -207,9 +207,9 @@ def _decode_kernel(
     EARLY_TILE: tl.constexpr = False, SPLIT_ALIGN: tl.constexpr = 0, ORDERED: tl.constexpr = False,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile. The grid is
-    (B, Hkv, splits), or when ORDERED (Hkv, B, splits) with the sequence of program index i at order_ptr[i]: the
-    KV heads of one sequence are dispatched together, in that order (a longest-first order leaves the shortest
-    sequences for the launch's last wave).
+    (B, Hkv, splits), or when ORDERED (Hkv, splits, B) with the sequence of program index i at order_ptr[i]: every
+    program of one sequence is dispatched together, in that order (a longest-first order leaves the shortest
+    sequences for the launch's last wave), as the fused kernel's.
 
     not SPLIT: the whole context, written to out. Otherwise each sequence cuts its own context
     into splits of split_len keys (a multiple of BLOCK_N), so only its first few programs have keys;
@@ -225,11 +225,12 @@ def _decode_kernel(
     pdl_trigger(PDL)
     if ORDERED:
         hk = tl.program_id(0)
-        b = tl.load(order_ptr + tl.program_id(1))
+        sp = tl.program_id(1)
+        b = tl.load(order_ptr + tl.program_id(2))
     else:
         b = tl.program_id(0)
         hk = tl.program_id(1)
-    sp = tl.program_id(2)
+        sp = tl.program_id(2)
     # step inputs (seq_lens, query_start_loc, block tables, the order: copied from the host, no kernel writes
     # them) are read before pdl_wait
     S = tl.load(seq_lens_ptr + b)
@@ -315,7 +316,7 @@ def attention_triton(
 ) -> torch.Tensor:
     """Triton: decode kernel (+ split reduce kernel) when max_query_len == 1, else the prefill/extend
     kernel. decode_order (int32 [B], a permutation of the sequences; decode only): the order the decode programs
-    are dispatched in, KV heads fastest; the result does not depend on it."""
+    are dispatched in, each sequence's programs together; the result does not depend on it."""
     require_triton()
     T, Hq, D = q.shape
     Hkv, page = kv_cache.shape[3], kv_cache.shape[2]
@@ -336,7 +337,7 @@ def attention_triton(
         cfg = decode_config(cfg_key, plan.splits > 1)
         align = decode_split_align(cfg["BLOCK_N"])
         ordered = decode_order is not None
-        _decode_kernel[(Hkv, B, plan.splits) if ordered else (B, Hkv, plan.splits)](
+        _decode_kernel[(Hkv, plan.splits, B) if ordered else (B, Hkv, plan.splits)](
             q, kv_cache, out, plan.mid_o, plan.mid_lse, plan.counters, query_start_loc, seq_lens, block_tables,
             decode_order if ordered else seq_lens, scale,
             q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),

@@ -8,6 +8,7 @@ from tachyon.engine.batch import AttentionMetadata
 from tachyon.engine.cuda_graph import DecodeGraphRunner
 from tachyon.kernels.attention_config import decode_graph_order
 from tachyon.models.loader import load_model, resolve_model
+from tests.engine.order_spy import spy_decode_order
 
 
 def test_decode_step_feeds_from_last_tokens(tiny_llama):
@@ -146,17 +147,10 @@ def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypat
     last) and the step hands that order to the decode attention, the dedicated kernel (short max_model_len: the
     context is not split) or the fused one (split); a one-row bucket and the default (batch order) hand none.
     The logits do not depend on it."""
-    from tachyon import SamplingParams, kernels
+    from tachyon import SamplingParams
     from tachyon.engine.request import Request
 
-    seen = []
-    real = getattr(kernels, kernel)
-
-    def spy(*args, decode_order=None, **kw):
-        seen.append(None if decode_order is None else decode_order.tolist())
-        return real(*args, decode_order=decode_order, **kw)
-
-    monkeypatch.setattr(kernels, kernel, spy)
+    seen = spy_decode_order(monkeypatch, kernel)
     model, spec = load_model(resolve_model(tiny_llama), dtype=torch.float32, device=torch.device("cpu"))
     gen = torch.Generator().manual_seed(0)
     model.bind_kv_cache([torch.randn(2, 8, 16, spec.num_kv_heads, spec.head_dim, generator=gen)

@@ -11,6 +11,7 @@ from tachyon import LLM, SamplingParams
 from tachyon.engine.batch import build_batch
 from tachyon.engine.mixed_graph import MixedGraphRunner
 from tachyon.engine.scheduler import SchedulerOutput
+from tests.engine.order_spy import spy_decode_order
 from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
 
 
@@ -308,16 +309,7 @@ def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, mon
     """TACHYON_MIXED_ORDER=lpt (the default): the mixed step's decode part carries its real sequences longest first,
     then the padding ones, and the one-launch attention receives that order; the logits are the eager all-rows
     step's. Under TACHYON_MIXED_ORDER=batch no order is passed."""
-    from tachyon import kernels
-
-    seen = []
-    real = kernels.mixed_attention
-
-    def spy(*args, decode_order=None, **kw):
-        seen.append(None if decode_order is None else decode_order.tolist())
-        return real(*args, decode_order=decode_order, **kw)
-
-    monkeypatch.setattr(kernels, "mixed_attention", spy)
+    seen = spy_decode_order(monkeypatch, "mixed_attention")
     monkeypatch.setenv("TACHYON_MIXED_ATTN", "one")
     llm = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
     eng = llm.engine
