@@ -1,0 +1,84 @@
+"""The dedicated decode kernel's dispatch order by batch and context spread: for decode-only steps as the decode
+graphs run them (a bucket of sequences, those past the real ones padding with one key), one layer's attention in
+batch order on the default grid (`batch`: sequences fastest), in batch order on the ordered grid (`heads`: every KV
+head of one sequence together, the grid TACHYON_DECODE_ORDER=lpt uses) and longest first on it (`lpt`). `heads`
+separates the grid's effect from the order's. Each is timed as CUDA graphs of 28 calls (a step's layers), replayed
+(mixed_attn_tiles.time_graph); µs per call, beside the KV-byte floor at 4.25 TB/s. Outputs are compared with
+`batch`'s on the real rows.
+
+Usage (GPU machine, repo root): python3 benchmarks/gpu/decode_order_sweep.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from benchmarks.gpu.mixed_attn_tiles import build, time_graph  # noqa: E402
+from tachyon import kernels  # noqa: E402
+
+SHAPES = {"qwen2.5-7b": (28, 4), "qwen3-0.6b": (16, 8)}  # query heads, KV heads; head dim 128
+
+
+def orders(lens: torch.Tensor) -> dict[str, torch.Tensor | None]:
+    """The three dispatch forms' decode_order over a bucket's seq_lens."""
+    n = lens.numel()
+    return {"batch": None, "heads": torch.arange(n, dtype=torch.int32, device=lens.device),
+            "lpt": torch.argsort(-lens, stable=True).to(torch.int32)}
+
+
+def measure(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len: int) -> dict:
+    """One decode-only step's three forms: µs per layer and max abs difference from `batch` on the real rows."""
+    hq, hkv = SHAPES[shape]
+    s = build(decodes, bucket, [(0, 1)], 16, lo, hi, Hq=hq, Hkv=hkv)
+    lens = s["decode_seq_lens"]
+    floor = sum(lens[:decodes].tolist()) * 2 * hkv * 128 * 2 / 4.25e12 * 1e6
+    row = dict(shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}", kv_floor_us=round(floor, 2), forms={})
+    ref = None
+    for form, order in orders(lens).items():
+        out = torch.zeros_like(s["q"])
+
+        def fn(order=order, out=out):
+            kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"], lens, s["decode_block_tables"], 1, max_seq_len,
+                              s["scale"], out=out, decode_order=order)
+
+        us = time_graph(fn)
+        ref = out if ref is None else ref
+        err = (out[:decodes].float() - ref[:decodes].float()).abs().max().item()
+        row["forms"][form] = dict(us=round(us, 2), max_abs_diff=err)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="out")
+    ap.add_argument("--batches", default="24/32,48/48,64/64,90/96,96/96,120/128,146/160,160/160,200/224,250/256",
+                    help="decodes/bucket, comma-separated")
+    ap.add_argument("--ctx", default="200:1600,100:800,600:1000,1000:3000", help="context ranges lo:hi")
+    ap.add_argument("--shapes", default="qwen2.5-7b,qwen3-0.6b")
+    ap.add_argument("--max-seq-len", type=int, default=4096, help="as the decode graphs pass it (max_model_len)")
+    args = ap.parse_args()
+    rows = []
+    for shape in args.shapes.split(","):
+        ctxs = args.ctx.split(",") if shape == "qwen2.5-7b" else args.ctx.split(",")[:1]
+        for ctx in ctxs:
+            lo, hi = (int(v) for v in ctx.split(":"))
+            for spec in args.batches.split(","):
+                d, b = (int(v) for v in spec.split("/"))
+                rows.append(measure(shape, d, b, lo, hi, args.max_seq_len))
+    res = dict(results=rows, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+               git=os.environ.get("TACHYON_GIT_SHA"))
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "decode_order_sweep.json").write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
