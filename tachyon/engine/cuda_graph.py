@@ -110,8 +110,10 @@ class DecodeGraphRunner:
         self.seq_lens, self.top_k = dev["seq_lens"], dev["top_k"]
         self.temperature, self.top_p, self.min_p = dev["temperature"], dev["top_p"], dev["min_p"]
         self.block_tables = dev["block_tables"]
-        # the bucket's sequences longest first for the decode kernel's dispatch (attention_config.decode_graph_order)
-        self.order_decodes = decode_graph_order()
+        # the buckets whose graphs hand the decode kernel their sequences longest first (attention_config.
+        # decode_graph_order: by default those whose unsplit launch holds several waves of programs)
+        kv_heads = model.spec.num_kv_heads
+        self.ordered_buckets = {b for b in self.buckets if decode_graph_order(b, kv_heads, device)}
         self.decode_order = dev["decode_order"]
         self.query_start_loc = torch.arange(B + 1, dtype=torch.int32, device=device)
         self.vocab_size = vocab_size
@@ -129,8 +131,8 @@ class DecodeGraphRunner:
                                  order=self.decode_order[:bs] if self._ordered(bs) else None)
 
     def _ordered(self, bs: int) -> bool:
-        """Whether bucket `bs`'s graph hands the decode kernel a longest-first order (a one-row step has none)."""
-        return self.order_decodes and bs > 1
+        """Whether bucket `bs`'s graph hands the decode kernel a longest-first order."""
+        return bs in self.ordered_buckets
 
     def _step(self, bs: int, unfiltered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """One decode step on the static buffers: (logits [bs, V] fp32, tokens = last_tokens[:bs]). A row whose

@@ -7,6 +7,8 @@ import os
 
 import torch
 
+from tachyon.kernels._triton import sm_count
+
 # Decode launch configurations; bf16 ones are the best of benchmarks/kernels/run_all.py's sweep on an H200
 # (docs/kernels.md): decode 64 x ctx 4096 141 us vs 164 us with BLOCK_N=64. Prefill: PREFILL_CONFIGS_BF16 below.
 DECODE_CONFIG = {
@@ -151,14 +153,31 @@ def mixed_one_launch() -> bool:
     return env != "two"
 
 
-def decode_graph_order() -> bool:
-    """Whether the decode graphs hand the decode attention their sequences longest first (TACHYON_DECODE_ORDER=lpt:
-    the dedicated decode kernel, or the fused one where it splits contexts at small batches, then dispatches every
-    program of one sequence together, longest first) or leaves them in batch order (the default,
-    TACHYON_DECODE_ORDER=batch). The mixed steps' form of it (mixed_decode_order) cut their attention 10-19% on the
-    H200; this one, for decode-only steps (the server's, fcfs', flat's tail), is opt-in until measured there. Read
-    when a decode graph runner is built: its graphs keep it."""
-    return _longest_first("TACHYON_DECODE_ORDER", default=False)
+# Decode launches whose grid holds at least this many (sequence, KV head) programs per multiprocessor are dispatched
+# longest first by default (decode_graph_order). H200 per-layer sweep (stop 42, benchmarks/gpu/decode_order_sweep.py,
+# contexts 100-3,000): at 512 programs and more on 132 SMs longest first cut the dedicated decode kernel's time 0-16%
+# (7B 146 decodes in a 160 bucket, contexts 200-1,600: 83.0 -> 69.9 us), at 192-384 it added 3-12% (7B 96: 55.4 ->
+# 61.3; one exception, 0.6B's 32-bucket at 256: -3%). 3.5 lies between the last loss (2.9) and the first win (3.9).
+DECODE_ORDER_MIN_PROGRAMS_PER_SM = 3.5
+
+
+def decode_graph_order(num_seqs: int, num_kv_heads: int, device: torch.device) -> bool:
+    """Whether the decode graph of a `num_seqs`-sequence bucket hands the decode attention its sequences longest
+    first (the kernel then dispatches every program of one sequence together, longest first) rather than in batch
+    order. TACHYON_DECODE_ORDER=lpt: every bucket of more than one sequence; =batch: none; unset (the default):
+    launches of at least DECODE_ORDER_MIN_PROGRAMS_PER_SM (sequence, KV head) programs per multiprocessor of
+    `device`, several waves, whose last would otherwise hold long sequences that started late (such a grid never
+    splits the context, so it is the dedicated decode kernel's; the fused one was not measured ordered). Smaller
+    grids (192-384 programs on 132 SMs) measured 3-12% slower longest first. Any other value of the variable raises
+    ValueError naming it. Read when a decode graph runner is built: its graphs keep it."""
+    env = os.environ.get("TACHYON_DECODE_ORDER", "")
+    if env not in ("", "batch", "lpt"):
+        raise ValueError(f"TACHYON_DECODE_ORDER must be 'batch' or 'lpt', got {env!r}")
+    if num_seqs < 2 or env == "batch":
+        return False
+    if env == "lpt":
+        return True
+    return num_seqs * num_kv_heads >= DECODE_ORDER_MIN_PROGRAMS_PER_SM * sm_count(device)
 
 
 def mixed_decode_order() -> bool:

@@ -145,7 +145,8 @@ def test_output_bytes_is_what_the_steps_keep(tiny_llama):
 def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypatch, max_model_len, kernel):
     """TACHYON_DECODE_ORDER=lpt: `run` stages the bucket's sequences longest first (padding rows, one key each,
     last) and the step hands that order to the decode attention, the dedicated kernel (short max_model_len: the
-    context is not split) or the fused one (split); a one-row bucket and the default (batch order) hand none.
+    context is not split) or the fused one (split); a one-row bucket, batch and the default on a grid this small hand
+    none.
     The logits do not depend on it."""
     from tachyon import SamplingParams
     from tachyon.engine.request import Request
@@ -184,6 +185,25 @@ def test_lpt_order_reaches_the_decode_kernel_longest_first(tiny_llama, monkeypat
             assert runner.decode_order[:4].tolist() == [1, 0, 2, 3]
             assert runner._meta(1).order is None, "a one-row step takes no order"
     torch.testing.assert_close(results["lpt"], results["batch"], rtol=0, atol=0)
+    monkeypatch.delenv("TACHYON_DECODE_ORDER")
+    runner = DecodeGraphRunner(model, max_batch=8, max_model_len=max_model_len, block_size=16,
+                               vocab_size=spec.vocab_size, device=torch.device("cpu"),
+                               last_tokens=torch.zeros(8, dtype=torch.int64))
+    assert runner.ordered_buckets == set(), "by default a grid of a few programs is not ordered"
+
+
+def test_default_decode_order_only_for_grids_of_several_waves(monkeypatch):
+    """Unset TACHYON_DECODE_ORDER orders a decode launch from 3.5 (sequence, KV head) programs per multiprocessor
+    (132 on the CPU's stand-in count); lpt orders every bucket of two or more, batch none."""
+    cpu = torch.device("cpu")
+    monkeypatch.delenv("TACHYON_DECODE_ORDER", raising=False)
+    # Qwen2.5-7B's 4 KV heads: 462 programs is the line (128 sequences, 512 programs, above it; 112 below)
+    assert [b for b in (2, 16, 32, 96, 112, 128, 160, 256) if decode_graph_order(b, 4, cpu)] == [128, 160, 256]
+    assert [b for b in (32, 48, 56, 64, 96) if decode_graph_order(b, 8, cpu)] == [64, 96]  # 0.6B's 8
+    monkeypatch.setenv("TACHYON_DECODE_ORDER", "lpt")
+    assert [b for b in (1, 2, 96) if decode_graph_order(b, 4, cpu)] == [2, 96]
+    monkeypatch.setenv("TACHYON_DECODE_ORDER", "batch")
+    assert not any(decode_graph_order(b, 4, cpu) for b in (2, 128, 256))
     monkeypatch.setenv("TACHYON_DECODE_ORDER", "longest")
     with pytest.raises(ValueError, match="TACHYON_DECODE_ORDER"):
-        decode_graph_order()
+        decode_graph_order(128, 4, cpu)
