@@ -1,5 +1,7 @@
-"""Environment capture: GPU 0's board identity and limits from NVML, and nothing (never an error) without it."""
+"""Environment capture: GPU 0's board identity and limits from NVML, and nothing (never an error) without it; the
+TACHYON_* knobs in force."""
 
+import os
 import sys
 import types
 
@@ -46,3 +48,13 @@ def test_board_without_nvml_is_none(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", broken)
     assert env._board() is None
     assert env.capture_env().gpu_board is None  # no GPU here, or no NVML: the field stays empty, never raises
+
+
+def test_knobs_record_the_tachyon_environment_but_not_the_sha(monkeypatch):
+    for k in [k for k in os.environ if k.startswith("TACHYON_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("TACHYON_DECODE_ORDER", "batch")
+    monkeypatch.setenv("TACHYON_GIT_SHA", "abc1234")
+    monkeypatch.setenv("OTHER_KNOB", "1")
+    e = env.capture_env()
+    assert e.knobs == {"TACHYON_DECODE_ORDER": "batch"} and e.git_sha == "abc1234"

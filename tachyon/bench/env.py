@@ -91,6 +91,7 @@ def capture_env() -> Environment:
     override = os.environ.get("TACHYON_GIT_SHA")
     sha = None if override else _git("rev-parse", "HEAD")
     env.git_sha = override or sha
+    env.knobs = {k: v for k, v in sorted(os.environ.items()) if k.startswith("TACHYON_") and k != "TACHYON_GIT_SHA"}
     if sha:
         env.git_dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     try:

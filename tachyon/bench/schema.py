@@ -104,6 +104,8 @@ class Environment(BaseModel):
     # NVML's identity and limits of the measured GPU (uuid, serial, power_limit_w, sm_clock_max_mhz, mem_clock_max_mhz):
     # whether two results came from the same board, and under which cap (H200 machines differ by ~1-4%)
     gpu_board: dict[str, Any] | None = None
+    # the TACHYON_* environment knobs in force (A/B switches such as TACHYON_DECODE_ORDER), TACHYON_GIT_SHA aside
+    knobs: dict[str, str] = Field(default_factory=dict)
 
 
 class Run(BaseModel):

@@ -53,7 +53,8 @@ def env_rows(res: BenchResult) -> list[list[str]]:
              ("transformers", e.transformers), ("vllm", e.vllm), ("tachyon", e.tachyon),
              ("git", e.git_sha and (e.git_sha[:12] + (" (dirty)" if e.git_dirty else ""))),
              ("CPU", e.cpu), ("python", e.python), ("created", res.created),
-             ("engine args", ", ".join(f"{k}={v}" for k, v in sorted(res.engine_args.items())) or None)]
+             ("engine args", ", ".join(f"{k}={v}" for k, v in sorted(res.engine_args.items())) or None),
+             ("knobs", ", ".join(f"{k}={v}" for k, v in e.knobs.items()) or None)]
     return [[k, str(v)] for k, v in items if v not in (None, "")]
 
 
