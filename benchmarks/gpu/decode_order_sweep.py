@@ -1,10 +1,12 @@
-"""The dedicated decode kernel's dispatch order by batch and context spread: for decode-only steps as the decode
-graphs run them (a bucket of sequences, those past the real ones padding with one key), one layer's attention in
-batch order on the default grid (`batch`: sequences fastest), in batch order on the ordered grid (`heads`: every KV
-head of one sequence together, the grid TACHYON_DECODE_ORDER=lpt uses) and longest first on it (`lpt`). `heads`
-separates the grid's effect from the order's. Each is timed as CUDA graphs of 28 calls (a step's layers), replayed
-(mixed_attn_tiles.time_graph); µs per call, beside the KV-byte floor at 4.25 TB/s. Outputs are compared with
-`batch`'s on the real rows.
+"""The decode kernels' dispatch order by batch and context spread. The dedicated decode kernel: for decode-only
+steps as the decode graphs run them (a bucket of sequences, those past the real ones padding with one key), one
+layer's attention in batch order on the default grid (`batch`: sequences fastest), in batch order on the ordered grid
+(`heads`: every KV head of one sequence together, the grid TACHYON_DECODE_ORDER=lpt uses) and longest first on it
+(`lpt`). `heads` separates the grid's effect from the order's. Each is timed as CUDA graphs of 28 calls (a step's
+layers), replayed (mixed_attn_tiles.time_graph); µs per call, beside the KV-byte floor at 4.25 TB/s. Outputs are
+compared with `batch`'s on the real rows. `--fused-batches` runs the same three forms through the fused decode kernel
+(decode_qkv_attention, which the engine takes for split launches of two or more sequences, i.e. the small buckets),
+each sequence's new key stored at its last position.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/decode_order_sweep.py --out DIR
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -40,7 +43,8 @@ def measure(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len
     s = build(decodes, bucket, [(0, 1)], 16, lo, hi, Hq=hq, Hkv=hkv)
     lens = s["decode_seq_lens"]
     floor = sum(lens[:decodes].tolist()) * 2 * hkv * 128 * 2 / 4.25e12 * 1e6
-    row = dict(shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}", kv_floor_us=round(floor, 2), forms={})
+    row = dict(kernel="decode", shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}",
+               kv_floor_us=round(floor, 2), forms={})
     ref = None
     for form, order in orders(lens).items():
         out = torch.zeros_like(s["q"])
@@ -57,6 +61,45 @@ def measure(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len
     return row
 
 
+def fused_inputs(s: dict, hq: int, hkv: int, norm: bool, max_seq_len: int) -> dict:
+    """decode_qkv_attention's arguments for build()'s decode part (every bucket row a sequence; the new key of each
+    at its last position): random qkv rows, Qwen-style rotary, qk-norm weights for Qwen3."""
+    dev, bucket, D = s["q"].device, s["decode_seq_lens"].numel(), 128
+    lens, tables = s["decode_seq_lens"], s["decode_block_tables"]
+    last = (lens - 1).long()
+    slots = tables.gather(1, (last // 16).unsqueeze(1)).squeeze(1).long() * 16 + last % 16
+    inv_freq = 1.0 / (1e6 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    w = (1 + 0.1 * torch.randn(D, device=dev)).to(torch.bfloat16) if norm else None
+    return dict(qkv=torch.randn(bucket, (hq + 2 * hkv) * D, device=dev, dtype=torch.bfloat16),
+                cos_sin_cache=kernels.rope_cos_sin_cache(inv_freq, max_seq_len).to(dev), kv_cache=s["kv_cache"],
+                slot_mapping=slots, q_norm_weight=w, k_norm_weight=w, eps=1e-6, num_heads=hq, num_kv_heads=hkv,
+                head_dim=D, query_start_loc=s["decode_qsl"], seq_lens=lens, block_tables=tables,
+                max_seq_len=max_seq_len, scale=1 / math.sqrt(D))
+
+
+def measure_fused(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len: int) -> dict:
+    """One small decode-only step through the fused kernel in the three forms (as `measure`)."""
+    hq, hkv = SHAPES[shape]
+    s = build(decodes, bucket, [(0, 1)], 16, lo, hi, Hq=hq, Hkv=hkv)
+    args = fused_inputs(s, hq, hkv, shape == "qwen3-0.6b", max_seq_len)
+    splits = kernels.decode_kv_splits(bucket, hkv, max_seq_len, s["q"].device)
+    row = dict(kernel="fused", shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}", splits=splits, forms={})
+    ref = None
+    for form, order in orders(args["seq_lens"]).items():
+        outs = []
+
+        def fn(order=order, outs=outs):
+            outs[:] = [kernels.decode_qkv_attention(**args, decode_order=order)]
+
+        us = time_graph(fn)
+        fn()
+        ref = outs[0] if ref is None else ref
+        err = (outs[0][:decodes].float() - ref[:decodes].float()).abs().max().item()
+        row["forms"][form] = dict(us=round(us, 2), max_abs_diff=err)
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
@@ -65,13 +108,20 @@ def main() -> None:
     ap.add_argument("--ctx", default="200:1600,100:800,600:1000,1000:3000", help="context ranges lo:hi")
     ap.add_argument("--shapes", default="qwen2.5-7b,qwen3-0.6b")
     ap.add_argument("--max-seq-len", type=int, default=4096, help="as the decode graphs pass it (max_model_len)")
+    ap.add_argument("--fused-batches", default="", help="decodes/bucket for the fused kernel, e.g. 2/2,8/8,30/32")
     args = ap.parse_args()
     rows = []
+    for spec in filter(None, args.fused_batches.split(",")):
+        d, b = (int(v) for v in spec.split("/"))
+        for shape in args.shapes.split(","):
+            for ctx in args.ctx.split(","):
+                lo, hi = (int(v) for v in ctx.split(":"))
+                rows.append(measure_fused(shape, d, b, lo, hi, args.max_seq_len))
     for shape in args.shapes.split(","):
         ctxs = args.ctx.split(",") if shape == "qwen2.5-7b" else args.ctx.split(",")[:1]
         for ctx in ctxs:
             lo, hi = (int(v) for v in ctx.split(":"))
-            for spec in args.batches.split(","):
+            for spec in filter(None, args.batches.split(",")):
                 d, b = (int(v) for v in spec.split("/"))
                 rows.append(measure(shape, d, b, lo, hi, args.max_seq_len))
     res = dict(results=rows, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
