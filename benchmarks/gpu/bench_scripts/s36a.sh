@@ -1,6 +1,6 @@
 # For the next stop's first call (~6 minutes): does longest-first dispatch pay in the fused decode kernel, which the
 # engine takes for split launches (the small buckets: 7B below 33 sequences, 0.6B below 17)? In the dedicated kernel
-# the ordered grid cut a split 24-sequence launch by 5-11% (stop 42, decode_order_sweep.py). (1) the sweep's fused
+# the ordered grid cut a split 24-sequence launch by 4.5-11% (stop 42, decode_order_sweep.py). (1) the sweep's fused
 # forms (batch / heads / lpt) at 2-32 sequences, graphs sized for 32,768 tokens; (2) 7B and 0.6B seed8 engine
 # alone, TACHYON_DECODE_ORDER=lpt (orders every bucket) against the default (orders none of these), alternating.
 . benchmarks/gpu/bench_scripts/env.sh
