@@ -170,9 +170,7 @@ def decode_graph_order(num_seqs: int, num_kv_heads: int, device: torch.device) -
     splits the context, so it is the dedicated decode kernel's; the fused one was not measured ordered). Smaller
     grids (192-384 programs on 132 SMs) measured 3-12% slower longest first. Any other value of the variable raises
     ValueError naming it. Read when a decode graph runner is built: its graphs keep it."""
-    env = os.environ.get("TACHYON_DECODE_ORDER", "")
-    if env not in ("", "batch", "lpt"):
-        raise ValueError(f"TACHYON_DECODE_ORDER must be 'batch' or 'lpt', got {env!r}")
+    env = _order_knob("TACHYON_DECODE_ORDER")
     if num_seqs < 2 or env == "batch":
         return False
     if env == "lpt":
@@ -191,9 +189,15 @@ def mixed_decode_order() -> bool:
 
 
 def _longest_first(name: str, default: bool) -> bool:
-    """An order knob: environment variable `name` is 'lpt' (longest first: True), 'batch' (False) or unset
-    (`default`); any other value raises ValueError naming the variable."""
+    """An order knob as a switch: 'lpt' (longest first) True, 'batch' False, unset `default` (_order_knob)."""
+    env = _order_knob(name)
+    return default if not env else env == "lpt"
+
+
+def _order_knob(name: str) -> str:
+    """Environment variable `name` as an order knob: 'lpt', 'batch' or '' (unset); any other value raises ValueError
+    naming the variable."""
     env = os.environ.get(name, "")
     if env not in ("", "batch", "lpt"):
         raise ValueError(f"{name} must be 'batch' or 'lpt', got {env!r}")
-    return default if not env else env == "lpt"
+    return env
