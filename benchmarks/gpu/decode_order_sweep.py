@@ -37,26 +37,32 @@ def orders(lens: torch.Tensor) -> dict[str, torch.Tensor | None]:
             "lpt": torch.argsort(-lens, stable=True).to(torch.int32)}
 
 
+def time_forms(call, lens: torch.Tensor, decodes: int) -> dict:
+    """The three forms of one step: call(order) runs the kernel and returns its output; µs per layer (graph-timed)
+    and max abs difference from `batch`'s output on the first `decodes` rows."""
+    forms, ref = {}, None
+    for form, order in orders(lens).items():
+        us = time_graph(lambda order=order: call(order))
+        out = call(order)
+        ref = out if ref is None else ref
+        forms[form] = dict(us=round(us, 2), max_abs_diff=(out[:decodes].float() - ref[:decodes].float()).abs().max()
+                           .item())
+    return forms
+
+
 def measure(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len: int) -> dict:
-    """One decode-only step's three forms: µs per layer and max abs difference from `batch` on the real rows."""
+    """One decode-only step's three forms through the dedicated decode kernel, beside its KV-byte floor."""
     hq, hkv = SHAPES[shape]
     s = build(decodes, bucket, [(0, 1)], 16, lo, hi, Hq=hq, Hkv=hkv)
     lens = s["decode_seq_lens"]
     floor = sum(lens[:decodes].tolist()) * 2 * hkv * 128 * 2 / 4.25e12 * 1e6
+
+    def call(order):
+        return kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"], lens, s["decode_block_tables"], 1,
+                                 max_seq_len, s["scale"], decode_order=order)
+
     row = dict(kernel="decode", shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}",
-               kv_floor_us=round(floor, 2), forms={})
-    ref = None
-    for form, order in orders(lens).items():
-        out = torch.zeros_like(s["q"])
-
-        def fn(order=order, out=out):
-            kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"], lens, s["decode_block_tables"], 1, max_seq_len,
-                              s["scale"], out=out, decode_order=order)
-
-        us = time_graph(fn)
-        ref = out if ref is None else ref
-        err = (out[:decodes].float() - ref[:decodes].float()).abs().max().item()
-        row["forms"][form] = dict(us=round(us, 2), max_abs_diff=err)
+               kv_floor_us=round(floor, 2), forms=time_forms(call, lens, decodes))
     print(json.dumps(row), flush=True)
     return row
 
@@ -78,24 +84,15 @@ def fused_inputs(s: dict, hq: int, hkv: int, norm: bool, max_seq_len: int) -> di
 
 
 def measure_fused(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len: int) -> dict:
-    """One small decode-only step through the fused kernel in the three forms (as `measure`)."""
+    """One small decode-only step's three forms through the fused kernel (as `measure`)."""
     hq, hkv = SHAPES[shape]
     s = build(decodes, bucket, [(0, 1)], 16, lo, hi, Hq=hq, Hkv=hkv)
     args = fused_inputs(s, hq, hkv, shape == "qwen3-0.6b", max_seq_len)
     splits = kernels.decode_kv_splits(bucket, hkv, max_seq_len, s["q"].device)
-    row = dict(kernel="fused", shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}", splits=splits, forms={})
-    ref = None
-    for form, order in orders(args["seq_lens"]).items():
-        outs = []
-
-        def fn(order=order, outs=outs):
-            outs[:] = [kernels.decode_qkv_attention(**args, decode_order=order)]
-
-        us = time_graph(fn)
-        fn()
-        ref = outs[0] if ref is None else ref
-        err = (outs[0][:decodes].float() - ref[:decodes].float()).abs().max().item()
-        row["forms"][form] = dict(us=round(us, 2), max_abs_diff=err)
+    forms = time_forms(lambda order: kernels.decode_qkv_attention(**args, decode_order=order), args["seq_lens"],
+                       decodes)
+    row = dict(kernel="fused", shape=shape, decodes=decodes, bucket=bucket, ctx=f"{lo}:{hi}", splits=splits,
+               forms=forms)
     print(json.dumps(row), flush=True)
     return row
 
