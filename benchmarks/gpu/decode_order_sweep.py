@@ -69,11 +69,12 @@ def measure(shape: str, decodes: int, bucket: int, lo: int, hi: int, max_seq_len
 
 def fused_inputs(s: dict, hq: int, hkv: int, norm: bool, max_seq_len: int) -> dict:
     """decode_qkv_attention's arguments for build()'s decode part (every bucket row a sequence; the new key of each
-    at its last position): random qkv rows, Qwen-style rotary, qk-norm weights for Qwen3."""
+    at its last position, padding rows' at slot -1): random qkv rows, Qwen-style rotary, qk-norm weights for Qwen3."""
     dev, bucket, D = s["q"].device, s["decode_seq_lens"].numel(), 128
     lens, tables = s["decode_seq_lens"], s["decode_block_tables"]
     last = (lens - 1).long()
     slots = tables.gather(1, (last // 16).unsqueeze(1)).squeeze(1).long() * 16 + last % 16
+    slots[s["decodes"]:] = -1  # padding rows store nothing, as in the decode graphs (their tables name block 0)
     inv_freq = 1.0 / (1e6 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
     w = (1 + 0.1 * torch.randn(D, device=dev)).to(torch.bfloat16) if norm else None
     return dict(qkv=torch.randn(bucket, (hq + 2 * hkv) * D, device=dev, dtype=torch.bfloat16),
