@@ -55,3 +55,15 @@ class ClockSampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._t.join()
+
+
+def energy_reader():
+    """A function returning NVML's energy counter in joules, or None where NVML is missing."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3
+    except Exception:  # noqa: BLE001 - no NVML: no energy
+        return None

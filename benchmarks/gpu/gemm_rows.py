@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
 
 import torch
-from clock_sampler import ClockSampler  # same folder (the script folder is on sys.path)
-from schedule_power import HIDDEN, INTER, LAYERS, QKV, energy_reader
+from clock_sampler import energy_reader  # same folder (the script folder is on sys.path)
+from energy_hold import hold
+from schedule_power import HIDDEN, INTER, LAYERS, QKV
 
 
 def chain(rows: int, layers, x: torch.Tensor, h: torch.Tensor, outs) -> None:
@@ -72,29 +72,10 @@ def main() -> None:
     results = []
     for rnd in range(a.rounds):
         for r in rows:
-            gr = graphs[r]
-            gr.replay()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            n = 0
-            with ClockSampler(0.05) as clocks:
-                e0 = energy() if energy else None
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                while time.perf_counter() - t0 < a.seconds:
-                    for _ in range(10):
-                        gr.replay()
-                    n += 10
-                    if n % 50 == 0:
-                        end.record()
-                        end.synchronize()  # keep the host within a few chains of the GPU
-                end.record()
-                torch.cuda.synchronize()
-                e1 = energy() if energy else None
-            ms = start.elapsed_time(end) / n
-            row = {"round": rnd, "rows": r, "chains": n, "ms_per_chain": ms, "us_per_row": ms * 1e3 / r,
-                   "mj_per_row": (e1 - e0) * 1e3 / n / r if e1 is not None else None,
-                   **clocks.summary()}
+            held = hold(graphs[r].replay, a.seconds, energy)
+            ms, j = held.pop("ms_per_call"), held.pop("j_per_call")
+            row = {"round": rnd, "rows": r, "chains": held.pop("calls"), "ms_per_chain": ms, "us_per_row": ms * 1e3 / r,
+                   "mj_per_row": j * 1e3 / r if j is not None else None, **held}
             results.append(row)
             print(json.dumps(row), flush=True)
     with open(a.out, "w") as f:

@@ -21,22 +21,10 @@ import json
 import time
 
 import torch
-from clock_sampler import ClockSampler  # same folder (the script folder is on sys.path)
+from clock_sampler import ClockSampler, energy_reader  # same folder (the script folder is on sys.path)
 
 HIDDEN, INTER, QKV, VOCAB, LAYERS = 3584, 18944, 4608, 152064, 28  # Qwen2.5-7B
 KV_BYTES_PER_TOKEN_LAYER = 2048  # K and V x 4 KV heads x 128 x 2 bytes
-
-
-def energy_reader():
-    """A function returning NVML's energy counter in joules, or None where NVML is missing."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        return lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3
-    except Exception:  # noqa: BLE001 - no NVML: no energy
-        return None
 
 
 class Replayer:
