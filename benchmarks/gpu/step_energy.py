@@ -12,7 +12,15 @@ to back for --seconds (energy_hold.hold: ms and NVML joules per call, median pow
 
 `rest` = step - gemms - lm_head - attention: norms, rotary and the KV store, SiLU-and-mul, embedding, sampling and
 launch gaps. Each piece held alone settles at its own clock under the cap (a GEMM chain lower than a whole step), so
-the pieces' joules are a guide to the split, not an exact sum. Pieces alternate over --rounds.
+the pieces' joules are a guide to the split, not an exact sum. The ablations measure it the other way, near the
+step's own clock: the same key re-captured with one part left out (its outputs then hold stale data; timing and
+energy only) and held like the step, so step - ablation is what that part costs inside the step:
+
+  no_attention  the mixed attention (and the last layer's kept-rows attention) launched as nothing
+  no_lm_head    the logits not computed (the sampler reads the stale ones)
+  no_sampler    no sampling kernels
+
+Everything alternates over --rounds; the engine's graph for the key is re-captured whole at the end.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/step_energy.py --out DIR [--steps 146:70+72,200:40+48]
 """
@@ -24,6 +32,7 @@ import json
 import os
 import statistics
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -39,6 +48,40 @@ from tachyon.engine.mixed_graph import MAX_CHUNKS  # noqa: E402
 from tachyon.kernels.attention_config import mixed_one_launch  # noqa: E402
 
 PIECES = ("step", "gemms", "lm_head", "attention")
+ABLATIONS = ("no_attention", "no_lm_head", "no_sampler")
+_MISSING = object()
+
+
+def _no_attention(q: torch.Tensor, *args, out: torch.Tensor | None = None, **kwargs) -> torch.Tensor:
+    return out if out is not None else torch.empty_like(q)
+
+
+def ablation_patches(name: str, model) -> list[tuple[object, str, object]]:
+    """(object, attribute, replacement) triples that leave ablation `name`'s part out of a mixed step."""
+    if name == "no_attention":
+        return [(kernels, "mixed_attention", _no_attention), (kernels, "attention", _no_attention)]
+    if name == "no_lm_head":
+        return [(model, "compute_logits", lambda hidden, out_dtype=None, out=None: out)]
+    if name == "no_sampler":
+        return [(kernels, "sample", lambda logits, *args, out=None, **kwargs: out)]
+    raise ValueError(f"unknown ablation {name!r}; known: {', '.join(ABLATIONS)}")
+
+
+@contextmanager
+def patched(patches: list[tuple[object, str, object]]):
+    """The attributes replaced inside the block, restored after (an instance attribute set here is removed, so a
+    method of the class shows through again)."""
+    saved = [(obj, attr, obj.__dict__.get(attr, _MISSING)) for obj, attr, _ in patches]
+    try:
+        for obj, attr, new in patches:
+            setattr(obj, attr, new)
+        yield
+    finally:
+        for obj, attr, old in reversed(saved):
+            if old is _MISSING:
+                delattr(obj, attr)
+            else:
+                setattr(obj, attr, old)
 
 
 def capture(fn) -> torch.cuda.CUDAGraph:
@@ -113,26 +156,34 @@ def measure(llm: LLM, decodes: int, chunks: list[int], seconds: float, rounds: i
     torch.cuda.synchronize()
     graphs = {"step": mixed.graphs[key]}
     graphs.update({name: capture(fn) for name, fn in piece_fns(llm, key).items()})
+    for name in ABLATIONS:
+        with patched(ablation_patches(name, r.model)):
+            mixed.capture(mixed.pool, keys=[key])
+        graphs[name] = mixed.graphs[key]
+        mixed.run(sched)  # capture padded the staging buffers: stage the step again
+    torch.cuda.synchronize()
     for _ in range(20):  # the board to its cap, as in a run
         graphs["step"].replay()
     runs = []
     for rnd in range(rounds):
-        for name in PIECES:
+        for name in PIECES + ABLATIONS:
             row = dict(round=rnd, piece=name, **hold(graphs[name].replay, seconds, energy))
             runs.append(row)
             print(json.dumps(row), flush=True)
+    mixed.capture(mixed.pool, keys=[key])  # the engine's graph for the key, whole again
     for rid in ids:
         eng.abort(rid)
     med = {p: {k: statistics.median(x[k] for x in runs if x["piece"] == p)
                for k in ("ms_per_call", "j_per_call") if all(x[k] is not None for x in runs if x["piece"] == p)}
-           for p in PIECES}
-    split = {}
-    if all("j_per_call" in med[p] for p in PIECES):
+           for p in PIECES + ABLATIONS}
+    split, inside = {}, {}
+    if all("j_per_call" in m for m in med.values()):
         step_j = med["step"]["j_per_call"]
         rest = step_j - sum(med[p]["j_per_call"] for p in PIECES[1:])
         split = {p: round(med[p]["j_per_call"] / step_j, 3) for p in PIECES[1:]} | {"rest": round(rest / step_j, 3)}
+        inside = {a.removeprefix("no_"): round((step_j - med[a]["j_per_call"]) / step_j, 3) for a in ABLATIONS}
     return dict(decodes=decodes, chunks=chunks, key=list(key), rows=sum(key), sample_rows=key[0] + MAX_CHUNKS,
-                medians=med, share_of_step_j=split, runs=runs)
+                medians=med, share_of_step_j=split, share_inside_step_j=inside, runs=runs)
 
 
 def main() -> None:
@@ -150,7 +201,8 @@ def main() -> None:
     for i, spec in enumerate(a.steps.split(",")):
         d, rest = spec.split(":")
         row = measure(llm, int(d), [int(c) for c in rest.split("+")], a.seconds, a.rounds, seed=i, energy=energy)
-        print(spec, {k: row.get(k) for k in ("key", "medians", "share_of_step_j", "error")}, flush=True)
+        print(spec, {k: row.get(k) for k in ("key", "medians", "share_of_step_j", "share_inside_step_j", "error")},
+              flush=True)
         steps.append(row)
     llm.engine.check_integrity()
     Path(a.out).mkdir(parents=True, exist_ok=True)
