@@ -32,8 +32,9 @@ import json
 import os
 import statistics
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -45,11 +46,9 @@ from benchmarks.gpu.mixed_check import schedule_mixed  # noqa: E402
 from tachyon import LLM, kernels  # noqa: E402
 from tachyon.engine.batch import prune_last_layer  # noqa: E402
 from tachyon.engine.mixed_graph import MAX_CHUNKS  # noqa: E402
-from tachyon.kernels.attention_config import mixed_one_launch  # noqa: E402
 
 PIECES = ("step", "gemms", "lm_head", "attention")
 ABLATIONS = ("no_attention", "no_lm_head", "no_sampler")
-_MISSING = object()
 
 
 def _no_attention(q: torch.Tensor, *args, out: torch.Tensor | None = None, **kwargs) -> torch.Tensor:
@@ -69,19 +68,11 @@ def ablation_patches(name: str, model) -> list[tuple[object, str, object]]:
 
 @contextmanager
 def patched(patches: list[tuple[object, str, object]]):
-    """The attributes replaced inside the block, restored after (an instance attribute set here is removed, so a
-    method of the class shows through again)."""
-    saved = [(obj, attr, obj.__dict__.get(attr, _MISSING)) for obj, attr, _ in patches]
-    try:
+    """The attributes replaced inside the block (unittest.mock.patch.object each), restored after."""
+    with ExitStack() as stack:
         for obj, attr, new in patches:
-            setattr(obj, attr, new)
+            stack.enter_context(mock.patch.object(obj, attr, new))
         yield
-    finally:
-        for obj, attr, old in reversed(saved):
-            if old is _MISSING:
-                delattr(obj, attr)
-            else:
-                setattr(obj, attr, old)
 
 
 def capture(fn) -> torch.cuda.CUDAGraph:
@@ -113,7 +104,6 @@ def piece_fns(llm: LLM, key: tuple[int, int]) -> dict:
     o = torch.empty_like(q)
     last_rows = s if prune_last_layer() else t
     meta = mixed._meta(d, c)  # the staged step's metadata, as the graph reads it
-    dec, chunk = meta.parts
 
     def gemms() -> None:
         for i, layer in enumerate(layers):
@@ -128,16 +118,7 @@ def piece_fns(llm: LLM, key: tuple[int, int]) -> dict:
 
     def attention() -> None:
         for layer in layers:
-            att = layer.self_attn
-            if mixed_one_launch():
-                kernels.mixed_attention(q, att.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
-                                        chunk.query_start_loc, chunk.seq_lens, chunk.block_tables,
-                                        chunk.max_query_len, chunk.max_seq_len, att.scale, out=o,
-                                        decode_order=dec.order)
-            else:
-                for part in meta.parts:
-                    kernels.attention(q, att.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
-                                      part.max_query_len, part.max_seq_len, att.scale, out=o)
+            layer.self_attn.attend_mixed(q, meta, o)
 
     return {"gemms": gemms, "lm_head": lm_head, "attention": attention}
 

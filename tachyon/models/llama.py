@@ -57,25 +57,12 @@ class Attention(nn.Module):
         -> [T, hidden]. Decode batches that fused_decode_attention picks (one token per sequence, at
         position seq_len - 1): one fused call, (q/k norm,) rotary, K/V store into `self.kv_cache` and
         attention. Otherwise one call for the norm / rotary / store (q comes back contiguous), then the
-        attention kernel; a mixed step's `meta.parts` (decode part, chunk part) go through one launch
-        (kernels.mixed_attention; the default) or one kernel per part (attention_config.mixed_one_launch), into one
-        output; rows
-        neither part covers are left unwritten."""
+        attention kernel; a mixed step's `meta.parts` through attend_mixed."""
         t = qkv.shape[0]
         has_norm = self.q_norm is not None
         if meta.parts is not None:  # a mixed step: decode rows and prompt chunks
             q = self._store_kv(positions, qkv, meta)
-            o = torch.empty_like(q)
-            dec, chunk = meta.parts
-            if mixed_one_launch():
-                kernels.mixed_attention(q, self.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
-                                        chunk.query_start_loc, chunk.seq_lens, chunk.block_tables,
-                                        chunk.max_query_len, chunk.max_seq_len, self.scale, out=o,
-                                        decode_order=dec.order)
-            else:
-                for part in meta.parts:
-                    kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
-                                      part.max_query_len, part.max_seq_len, self.scale, out=o)
+            o = self.attend_mixed(q, meta, torch.empty_like(q))
             return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
         if meta.max_query_len == 1 and t == meta.seq_lens.shape[0] and fused_decode_attention(
                 t, self.num_kv_heads, meta.max_seq_len, qkv.device):
@@ -91,6 +78,21 @@ class Attention(nn.Module):
         o = kernels.attention(q, self.kv_cache, meta.query_start_loc, meta.seq_lens, meta.block_tables,
                               meta.max_query_len, meta.max_seq_len, self.scale, decode_order=meta.order)
         return self.o_proj(o.reshape(t, self.num_heads * self.head_dim))
+
+    def attend_mixed(self, q: torch.Tensor, meta, out: torch.Tensor) -> torch.Tensor:
+        """A mixed step's attention of q [T, heads, head_dim] (K/V already stored) over this layer's cache into
+        `out`: `meta.parts` (decode part, chunk part) in one launch (kernels.mixed_attention; the default) or one
+        kernel per part (attention_config.mixed_one_launch). Rows neither part covers are left unwritten."""
+        dec, chunk = meta.parts
+        if mixed_one_launch():
+            kernels.mixed_attention(q, self.kv_cache, dec.query_start_loc, dec.seq_lens, dec.block_tables,
+                                    chunk.query_start_loc, chunk.seq_lens, chunk.block_tables, chunk.max_query_len,
+                                    chunk.max_seq_len, self.scale, out=out, decode_order=dec.order)
+        else:
+            for part in meta.parts:
+                kernels.attention(q, self.kv_cache, part.query_start_loc, part.seq_lens, part.block_tables,
+                                  part.max_query_len, part.max_seq_len, self.scale, out=out)
+        return out
 
     def _store_kv(self, positions: torch.Tensor, qkv: torch.Tensor, meta) -> torch.Tensor:
         """(q/k norm,) rotary and the K/V store of every row (kernels.qkv_post); returns q [T, heads, head_dim]."""
