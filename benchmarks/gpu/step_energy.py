@@ -124,7 +124,9 @@ def piece_fns(llm: LLM, key: tuple[int, int]) -> dict:
 
 
 @torch.inference_mode()
-def measure(llm: LLM, decodes: int, chunks: list[int], seconds: float, rounds: int, seed: int, energy) -> dict:
+def measure(llm: LLM, decodes: int, chunks: list[int], seconds: float, rounds: int, seed: int, energy,
+            held: tuple[str, ...] = PIECES + ABLATIONS) -> dict:
+    """The step's pieces and ablations named in `held` ("step" always), each held at the cap over `rounds`."""
     eng, r = llm.engine, llm.engine.runner
     sched, ids = schedule_mixed(llm, decodes, chunks, None, seed)
     mixed = r.mixed_graphs
@@ -136,8 +138,8 @@ def measure(llm: LLM, decodes: int, chunks: list[int], seconds: float, rounds: i
     mixed.run(sched)  # stages the step's inputs on the device; every replay below reads them
     torch.cuda.synchronize()
     graphs = {"step": mixed.graphs[key]}
-    graphs.update({name: capture(fn) for name, fn in piece_fns(llm, key).items()})
-    for name in ABLATIONS:
+    graphs.update({name: capture(fn) for name, fn in piece_fns(llm, key).items() if name in held})
+    for name in (a for a in ABLATIONS if a in held):
         with patched(ablation_patches(name, r.model)):
             mixed.capture(mixed.pool, keys=[key])
         graphs[name] = mixed.graphs[key]
@@ -147,18 +149,19 @@ def measure(llm: LLM, decodes: int, chunks: list[int], seconds: float, rounds: i
         graphs["step"].replay()
     runs = []
     for rnd in range(rounds):
-        for name in PIECES + ABLATIONS:
+        for name in graphs:
             row = dict(round=rnd, piece=name, **hold(graphs[name].replay, seconds, energy))
             runs.append(row)
             print(json.dumps(row), flush=True)
-    mixed.capture(mixed.pool, keys=[key])  # the engine's graph for the key, whole again
+    if any(a in held for a in ABLATIONS):
+        mixed.capture(mixed.pool, keys=[key])  # the engine's graph for the key, whole again
     for rid in ids:
         eng.abort(rid)
     med = {p: {k: statistics.median(x[k] for x in runs if x["piece"] == p)
                for k in ("ms_per_call", "j_per_call") if all(x[k] is not None for x in runs if x["piece"] == p)}
-           for p in PIECES + ABLATIONS}
+           for p in graphs}
     split, inside = {}, {}
-    if all("j_per_call" in m for m in med.values()):
+    if set(graphs) == set(PIECES + ABLATIONS) and all("j_per_call" in m for m in med.values()):
         step_j = med["step"]["j_per_call"]
         rest = step_j - sum(med[p]["j_per_call"] for p in PIECES[1:])
         split = {p: round(med[p]["j_per_call"] / step_j, 3) for p in PIECES[1:]} | {"rest": round(rest / step_j, 3)}
@@ -174,20 +177,28 @@ def main() -> None:
     ap.add_argument("--steps", default="146:70+72,200:40+48", help="decodes:chunk+chunk, comma-separated")
     ap.add_argument("--seconds", type=float, default=1.5, help="hold per piece and round")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--tag", default="", help="appended to the JSON's name")
+    ap.add_argument("--pieces", default=",".join(PIECES + ABLATIONS),
+                    help="what to hold besides the step (comma-separated): " + ", ".join(PIECES[1:] + ABLATIONS))
     a = ap.parse_args()
+    held = ("step",) + tuple(p for p in a.pieces.split(",") if p and p != "step")
+    unknown = set(held) - set(PIECES + ABLATIONS)
+    if unknown:
+        ap.error(f"--pieces: unknown {', '.join(sorted(unknown))}; known: {', '.join(PIECES[1:] + ABLATIONS)}")
     llm = LLM(a.shape, load_format="dummy", max_model_len=4096, max_num_batched_tokens=8192,
               overlap_scheduling=False, scheduling_policy="fcfs")
     energy = energy_reader()
     steps = []
     for i, spec in enumerate(a.steps.split(",")):
         d, rest = spec.split(":")
-        row = measure(llm, int(d), [int(c) for c in rest.split("+")], a.seconds, a.rounds, seed=i, energy=energy)
+        row = measure(llm, int(d), [int(c) for c in rest.split("+")], a.seconds, a.rounds, seed=i, energy=energy,
+                      held=held)
         print(spec, {k: row.get(k) for k in ("key", "medians", "share_of_step_j", "share_inside_step_j", "error")},
               flush=True)
         steps.append(row)
     llm.engine.check_integrity()
     Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / f"step_energy_{a.shape}.json").write_text(json.dumps(dict(
+    (Path(a.out) / f"step_energy_{a.shape}{a.tag}.json").write_text(json.dumps(dict(
         gpu=torch.cuda.get_device_name(), torch=torch.__version__, git=os.environ.get("TACHYON_GIT_SHA", "unknown"),
         pdl=os.environ.get("TACHYON_PDL", "1"), steps=steps), indent=1))
 

@@ -49,8 +49,12 @@ from tachyon.kernels.attention_config import mixed_decode_order
 # rows cost little, and every (decode, chunk) pair is a graph to capture at start-up. The chunk's buckets are fine:
 # a padding token costs a real token's GEMM FLOPs, and with power-of-two buckets a 560-token prompt beside 144
 # decodes ran as 1,184 rows (H200, Qwen2.5-7B: 29.9 ms, the eager step 23.2; benchmarks/results/session21/)
-DECODE_BUCKETS = (8, 16, 32, 64, 96, 128, 160, 192, 224, 256)
-CHUNK_BUCKETS = (64, 128, 192, 256, 320, 384, 448, 512, 640, 768, 896, 1024)
+# no bucket under 32: beside chunks in multiples of 32 a step then totals a multiple of 128 rows as the flat fill
+# aims (8 decode rows beside a 256-token chunk made 264, past the GEMMs' 256-row stair)
+DECODE_BUCKETS = (32, 64, 96, 128, 160, 192, 224, 256)
+# every 32 rows to 512: beside a decode bucket that is an odd multiple of 32 a step can still total a multiple of 64
+# or 128 rows, which the flat fill aims for (scheduler.FLAT_ROW_QUANTUM)
+CHUNK_BUCKETS = tuple(range(32, 513, 32)) + (640, 768, 896, 1024)
 # a step's chunk sequences: the end of one prompt and the start of the next, so a scheduler that fills a step to
 # its capacity (the "flat" policy) pads only at a workload's last prompt
 MAX_CHUNKS = 2
@@ -58,6 +62,13 @@ MAX_CHUNKS = 2
 
 def _buckets(candidates: tuple[int, ...], limit: int) -> list[int]:
     return [b for b in candidates if b < limit] + [limit]
+
+
+def chunk_bucket_sizes() -> tuple[int, ...]:
+    """The mixed graphs' chunk buckets: CHUNK_BUCKETS, or TACHYON_MIXED_CHUNK_BUCKETS (comma-separated, an A/B
+    knob)."""
+    env = os.environ.get("TACHYON_MIXED_CHUNK_BUCKETS")
+    return tuple(sorted({int(b) for b in env.split(",")})) if env else CHUNK_BUCKETS
 
 
 class MixedGraphRunner(StepGraphs):
@@ -69,7 +80,7 @@ class MixedGraphRunner(StepGraphs):
         super().__init__(model, max_model_len=max_model_len, block_size=block_size, device=device,
                          last_tokens=last_tokens, sample_rows=max_decodes + MAX_CHUNKS, use_graphs=use_graphs)
         self.decode_buckets = _buckets(DECODE_BUCKETS, max_decodes)
-        self.chunk_buckets = _buckets(CHUNK_BUCKETS, max_chunk)
+        self.chunk_buckets = _buckets(chunk_bucket_sizes(), max_chunk)
         self.max_decodes, self.max_chunk = max_decodes, max_chunk
         T, S, MB = max_decodes + max_chunk, max_decodes + MAX_CHUNKS, -(-max_model_len // block_size)
         i64, i32, f32 = torch.int64, torch.int32, torch.float32

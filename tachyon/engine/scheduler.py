@@ -29,7 +29,11 @@ Policies:
         FLAT_MAX_CHUNKS prompts in a step with decodes, as many as fit in one without). Prefill rides on decode
         steps that would otherwise be bound by the weight read, and the batch drains into few weight-bound steps at
         the end. `chunk_fit(decodes, tokens)` (the runner's mixed graphs' `tight_chunk`, when it has them) rounds a
-        step's prompt tokens to a size its graph holds unpadded.
+        step's prompt tokens to a size its graph holds unpadded. With `FLAT_ROW_QUANTUM` q > 1 a step is filled to
+        a multiple of q rows instead of to R itself, rounding up or down so the rows carried over the steps follow
+        R (error diffusion: what a step takes beyond R is owed by the next ones, and the reverse); a step that
+        lands past the multiple it aimed at (its decodes alone, or the chunk `chunk_fit` rounds to) is filled to
+        the next multiple, since rows just past one cost nearly what the next costs.
 """
 
 from __future__ import annotations
@@ -44,8 +48,12 @@ from tachyon.engine.request import Request, RequestStatus
 POLICIES = ("fcfs", "lpt", "flat")
 # flat: the fewest rows a step is filled to (about the GEMMs' compute knee: fewer rows cost one weight read anyway),
 # and the most prompts one step carries (the mixed graphs' chunk sequences)
-FLAT_MIN_ROWS = 288
+FLAT_MIN_ROWS = 300
 FLAT_MAX_CHUNKS = 2
+# flat: fill steps to multiples of this many rows. The GEMMs' cost rises in stairs between tile heights: on the H200
+# a Qwen2.5-7B chain of 288 rows costs 16% more joules than one of 256, and one of 384 only as much as 352
+# (docs/performance.md, "A row's GEMM cost around the flat fill"). 1 fills to R exactly.
+FLAT_ROW_QUANTUM = 128
 # lpt: once a request is due, the waiting requests whose remaining output is at least this share of the horizon
 # join it in the same step (they would be due within the next ~10% of it), so admissions come as a few large
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred
@@ -66,6 +74,14 @@ def flat_min_rows() -> int:
     value = int(os.environ.get("TACHYON_FLAT_ROWS", FLAT_MIN_ROWS))
     if value < 1:
         raise ValueError(f"TACHYON_FLAT_ROWS must be >= 1, got {value}")
+    return value
+
+
+def flat_row_quantum() -> int:
+    """FLAT_ROW_QUANTUM, or TACHYON_FLAT_QUANTUM (an A/B knob, read when a scheduler is made)."""
+    value = int(os.environ.get("TACHYON_FLAT_QUANTUM", FLAT_ROW_QUANTUM))
+    if value < 1:
+        raise ValueError(f"TACHYON_FLAT_QUANTUM must be >= 1, got {value}")
     return value
 
 
@@ -104,6 +120,8 @@ class Scheduler:
         self._waiting_prompt = 0  # flat: prompt tokens still to compute, summed over the waiting queue
         self.due_soon = lpt_due_soon() if policy == "lpt" else LPT_DUE_SOON
         self.flat_rows = flat_min_rows() if policy == "flat" else FLAT_MIN_ROWS
+        self.flat_quantum = flat_row_quantum() if policy == "flat" else FLAT_ROW_QUANTUM
+        self._flat_owed = 0  # flat: rows the steps so far took short of their R (negative: beyond it)
         self.chunk_fit = None  # flat: (decode rows, prompt tokens) -> prompt tokens to schedule (module docstring)
         self.kv = kv
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
@@ -217,12 +235,22 @@ class Scheduler:
         if not prompt:
             return self.max_num_batched_tokens, decodes
         rows = max(self.flat_rows, -(-(prompt + output) // max(horizon, 1)))
-        want = min(rows, self.max_num_batched_tokens) - decodes
-        if want <= 0:
-            return decodes, decodes
-        if self.chunk_fit is not None and decodes:
-            want = self.chunk_fit(decodes, want)
+        q, owed = self.flat_quantum, rows + self._flat_owed
+        if q > 1:  # the multiple of q nearest what is owed, at least one q
+            rows = max(q * ((owed + q // 2) // q), q)
+        want = self._fit(decodes, min(rows, self.max_num_batched_tokens) - decodes)
+        if q > 1 and (decodes + want) % q and decodes + want > rows:  # past the stair it aimed at: fill the next
+            want = self._fit(decodes, min(-(-(decodes + want) // q) * q, self.max_num_batched_tokens) - decodes)
+        if q > 1:  # what this step took short of R (or beyond it) carries to the next, by at most one q
+            self._flat_owed = min(max(owed - decodes - want, -q), q)
         return min(decodes + want, self.max_num_batched_tokens), decodes
+
+    def _fit(self, decodes: int, want: int) -> int:
+        """Prompt tokens for a step with `decodes` decode rows that aims at `want` of them, as `chunk_fit` rounds
+        them (at least 0)."""
+        if want > 0 and self.chunk_fit is not None and decodes:
+            want = self.chunk_fit(decodes, want)
+        return max(want, 0)
 
     def _lpt_limits(self) -> tuple[int, int]:
         """(cap on running requests, horizon) for this step's admissions under lpt; orders the waiting queue."""

@@ -10,15 +10,17 @@ import pytest
 from tachyon import LLM, SamplingParams
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.scheduler import FLAT_MAX_CHUNKS, FLAT_MIN_ROWS, Scheduler, remaining_output
+from tachyon.engine.scheduler import FLAT_MAX_CHUNKS, FLAT_MIN_ROWS, FLAT_ROW_QUANTUM, Scheduler, remaining_output
 from tests.engine.test_mixed_graph import _Counting, _install, _prompts
 from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
 
 
 def _scheduler(blocks: int = 8192, budget: int = 8192, max_seqs: int = 512, rows: int | None = None,
-               monkeypatch=None) -> Scheduler:
+               monkeypatch=None, quantum: int = 1) -> Scheduler:
+    """A flat scheduler; with `rows` R is that many rows and steps are filled to multiples of `quantum` (1: to R)."""
     if rows is not None:
         monkeypatch.setenv("TACHYON_FLAT_ROWS", str(rows))
+        monkeypatch.setenv("TACHYON_FLAT_QUANTUM", str(quantum))
     return Scheduler(KVCacheManager(BlockPool(blocks, 16)), max_num_seqs=max_seqs, max_num_batched_tokens=budget,
                      policy="flat")
 
@@ -154,11 +156,59 @@ def test_flat_bookkeeping_through_preemption_and_abort(monkeypatch):
     s.kv.pool.check_integrity()
 
 
+def test_flat_quantum_fills_multiples_of_q_that_follow_r(monkeypatch):
+    """TACHYON_FLAT_QUANTUM=q: while prompts are plentiful every step totals a multiple of q rows, rounding up or
+    down so that the rows taken so far stay within q of the R's asked so far."""
+    q = 16
+    s = _scheduler(rows=40, monkeypatch=monkeypatch, quantum=q)  # R = 40 = 2.5 q: steps of 32 and 48 rows
+    for i in range(12):
+        s.add(_req(str(i), 60 - i, 300))
+    totals, asked, taken = set(), 0, 0
+    for _ in range(60):
+        rows = _expected_rows(s)
+        out = s.schedule()
+        asked, taken = asked + rows, taken + out.total_tokens
+        totals.add(out.total_tokens)
+        assert out.total_tokens % q == 0, out.total_tokens
+        assert abs(asked - taken) <= q, (asked, taken)
+        _advance(s, out)
+    assert {32, 48} <= totals, totals
+
+
+@pytest.mark.parametrize("decodes", [100, 140])
+def test_flat_quantum_fills_the_next_multiple_when_a_step_lands_past_one(decodes, monkeypatch):
+    """q = R = 128 beside the mixed graphs' keys (decode buckets every 32 rows, chunks every 32 tokens): 100 decodes
+    pad to 128, so the smallest chunk makes 160 rows; 140 decodes alone are past 128. Either step is filled to 256
+    rows, which its graph holds unpadded, not left just past the 128-row stair."""
+    from tachyon.engine.mixed_graph import MixedGraphRunner
+
+    mixed = MixedGraphRunner.__new__(MixedGraphRunner)
+    mixed.decode_buckets, mixed.chunk_buckets = [32, 64, 96, 128, 160, 192], list(range(32, 513, 32))
+    mixed.max_decodes, mixed.max_chunk = 192, 512
+    s = _scheduler(rows=256, monkeypatch=monkeypatch, quantum=128)  # room for every decode while they start
+    s.chunk_fit = mixed.tight_chunk
+    for i in range(decodes):
+        s.add(_req(str(i), 400, 2))
+    while s.waiting or any(r.num_computed_tokens < r.num_prompt_tokens for r in s.running):
+        _advance(s, s.schedule())
+    s.add(_req("long", 50, 1000))
+    s.flat_rows, s._flat_owed = 128, 0  # aim at exactly 128 rows
+    out = s.schedule()
+    assert out.num_new_tokens[:decodes] == [1] * decodes
+    assert out.total_tokens == 256, out.num_new_tokens[decodes:]
+
+
 def test_flat_rows_knob(monkeypatch):
     assert _scheduler().flat_rows == FLAT_MIN_ROWS
     assert _scheduler(rows=96, monkeypatch=monkeypatch).flat_rows == 96
     with pytest.raises(ValueError, match="TACHYON_FLAT_ROWS"):
         _scheduler(rows=0, monkeypatch=monkeypatch)
+    monkeypatch.delenv("TACHYON_FLAT_ROWS")
+    monkeypatch.delenv("TACHYON_FLAT_QUANTUM")
+    assert _scheduler().flat_quantum == FLAT_ROW_QUANTUM
+    monkeypatch.setenv("TACHYON_FLAT_QUANTUM", "0")
+    with pytest.raises(ValueError, match="TACHYON_FLAT_QUANTUM must be >= 1, got 0"):
+        _scheduler()
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
@@ -169,6 +219,7 @@ def test_flat_through_mixed_steps_greedy_matches_transformers(arch, monkeypatch)
     from tests.tiny_models import tiny_model_dir
 
     monkeypatch.setenv("TACHYON_FLAT_ROWS", "20")
+    monkeypatch.setenv("TACHYON_FLAT_QUANTUM", "1")
     path = tiny_model_dir(arch)
     prompts = _prompts(8, seed=11, lo=4, hi=26)
     lengths = [3 + (i * 5) % 11 for i in range(8)]
