@@ -5,6 +5,7 @@
 #   new  this tree's defaults: the same fill, no mixed decode bucket under 32, and a step that lands past a multiple
 #        of 128 rows filled to the next
 # then 0.6B nano256 beside transformers (acceptance.sh nano_06).
+# Make abold/ first: mkdir abold && git archive 49010d1 tachyon | tar -x -C abold (and list it in .git/info/exclude).
 # Usage (device, repo root; carry .whl abold): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s44c.sh
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s44c ROOT=$PWD
