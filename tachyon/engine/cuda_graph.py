@@ -41,10 +41,23 @@ L2_PREFETCH_MB = 0
 UNFILTERED_MAX_BATCH = 8
 
 
+def env_buckets(var: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    """`default`, or the comma-separated sizes in environment variable `var` (an A/B knob), sorted, each >= 1."""
+    env = os.environ.get(var)
+    if not env:
+        return default
+    try:
+        sizes = {int(b) for b in env.split(",")}
+    except ValueError:
+        raise ValueError(f"{var} must be comma-separated integers >= 1, got {env!r}") from None
+    if min(sizes) < 1:
+        raise ValueError(f"{var} must be comma-separated integers >= 1, got {env!r}")
+    return tuple(sorted(sizes))
+
+
 def bucket_sizes() -> tuple[int, ...]:
-    """The decode graphs' batch sizes: BUCKETS, or TACHYON_DECODE_BUCKETS (comma-separated, an A/B knob)."""
-    env = os.environ.get("TACHYON_DECODE_BUCKETS")
-    return tuple(sorted({int(b) for b in env.split(",")})) if env else BUCKETS
+    """The decode graphs' batch sizes: BUCKETS, or TACHYON_DECODE_BUCKETS."""
+    return env_buckets("TACHYON_DECODE_BUCKETS", BUCKETS)
 
 
 # captures that needed the step run eagerly first (capture_step; read as a delta for the start-up detail)

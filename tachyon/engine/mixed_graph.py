@@ -40,6 +40,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.batch import AttentionMetadata, KeptRows, longest_first, prune_last_layer
+from tachyon.engine.cuda_graph import env_buckets
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.engine.staging import StagingBuffers
 from tachyon.engine.step_graphs import StepGraphs
@@ -67,8 +68,7 @@ def _buckets(candidates: tuple[int, ...], limit: int) -> list[int]:
 def chunk_bucket_sizes() -> tuple[int, ...]:
     """The mixed graphs' chunk buckets: CHUNK_BUCKETS, or TACHYON_MIXED_CHUNK_BUCKETS (comma-separated, an A/B
     knob)."""
-    env = os.environ.get("TACHYON_MIXED_CHUNK_BUCKETS")
-    return tuple(sorted({int(b) for b in env.split(",")})) if env else CHUNK_BUCKETS
+    return env_buckets("TACHYON_MIXED_CHUNK_BUCKETS", CHUNK_BUCKETS)
 
 
 class MixedGraphRunner(StepGraphs):

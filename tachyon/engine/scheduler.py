@@ -239,9 +239,10 @@ class Scheduler:
         if q > 1:  # the multiple of q nearest what is owed, at least one q
             rows = max(q * ((owed + q // 2) // q), q)
         want = self._fit(decodes, min(rows, self.max_num_batched_tokens) - decodes)
-        if q > 1 and (decodes + want) % q and decodes + want > rows:  # past the stair it aimed at: fill the next
-            want = self._fit(decodes, min(-(-(decodes + want) // q) * q, self.max_num_batched_tokens) - decodes)
-        if q > 1:  # what this step took short of R (or beyond it) carries to the next, by at most one q
+        if q > 1:
+            if (decodes + want) % q and decodes + want > rows:  # past the stair it aimed at: fill to the next
+                want = self._fit(decodes, min(-(-(decodes + want) // q) * q, self.max_num_batched_tokens) - decodes)
+            # what this step took short of R (or beyond it) carries to the next, by at most one q
             self._flat_owed = min(max(owed - decodes - want, -q), q)
         return min(decodes + want, self.max_num_batched_tokens), decodes
 

@@ -305,6 +305,22 @@ def test_compile_keys_cover_every_bucket(attn, monkeypatch):
     assert list(inspect.signature(mixed_tiles).parameters) == ["dtype", "group"]
 
 
+@pytest.mark.parametrize("value", ["64,abc", "0,64", "-32"])
+def test_bucket_knobs_reject_what_is_not_a_size(value, monkeypatch):
+    """TACHYON_MIXED_CHUNK_BUCKETS and TACHYON_DECODE_BUCKETS: sorted unique sizes, and an error naming the variable
+    for anything that is not an integer >= 1."""
+    from tachyon.engine.cuda_graph import bucket_sizes
+    from tachyon.engine.mixed_graph import CHUNK_BUCKETS, chunk_bucket_sizes
+
+    assert chunk_bucket_sizes() == CHUNK_BUCKETS
+    monkeypatch.setenv("TACHYON_MIXED_CHUNK_BUCKETS", "128,64,128")
+    assert chunk_bucket_sizes() == (64, 128)
+    for var, read in (("TACHYON_MIXED_CHUNK_BUCKETS", chunk_bucket_sizes), ("TACHYON_DECODE_BUCKETS", bucket_sizes)):
+        monkeypatch.setenv(var, value)
+        with pytest.raises(ValueError, match=f"{var} must be comma-separated integers >= 1"):
+            read()
+
+
 def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, monkeypatch):
     """TACHYON_MIXED_ORDER=lpt (the default): the mixed step's decode part carries its real sequences longest first,
     then the padding ones, and the one-launch attention receives that order; the logits are the eager all-rows
