@@ -45,7 +45,8 @@ KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": 
          "early": "TACHYON_DECODE_EARLY_EXIT", "merge": "TACHYON_DECODE_MERGE",
          "dtile": "TACHYON_DECODE_TILE", "ftile": "TACHYON_DECODE_FUSED_TILE", "lastwave": "TACHYON_PDL_GEMV_LAST_WAVE",
          "dalign": "TACHYON_DECODE_SPLIT_ALIGN", "fearly": "TACHYON_DECODE_FUSED_EARLY_TILE",
-         "ugraph": "TACHYON_UNFILTERED_GRAPHS", "fq": "TACHYON_FP8_FUSED_QUANT"}
+         "ugraph": "TACHYON_UNFILTERED_GRAPHS", "fq": "TACHYON_FP8_FUSED_QUANT",
+         "swaves": "TACHYON_DECODE_SPLIT_WAVES"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

@@ -54,6 +54,9 @@ FLAT_MAX_CHUNKS = 2
 # a Qwen2.5-7B chain of 288 rows costs 16% more joules than one of 256, and one of 384 only as much as 352
 # (docs/performance.md, "A row's GEMM cost around the flat fill"). 1 fills to R exactly.
 FLAT_ROW_QUANTUM = 128
+# flat: R from the waiting prompts' deadlines (each admitted late enough to end with the longest request, no later;
+# _flat_deadline_rate) instead of from the remaining work spread evenly over the horizon
+FLAT_DEADLINE = False
 # lpt: once a request is due, the waiting requests whose remaining output is at least this share of the horizon
 # join it in the same step (they would be due within the next ~10% of it), so admissions come as a few large
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred
@@ -75,6 +78,14 @@ def flat_min_rows() -> int:
     if value < 1:
         raise ValueError(f"TACHYON_FLAT_ROWS must be >= 1, got {value}")
     return value
+
+
+def flat_deadline() -> bool:
+    """FLAT_DEADLINE, or TACHYON_FLAT_DEADLINE=0/1 (an A/B knob, read when a scheduler is made)."""
+    env = os.environ.get("TACHYON_FLAT_DEADLINE", "")
+    if env not in ("", "0", "1"):
+        raise ValueError(f"TACHYON_FLAT_DEADLINE must be 0 or 1, got {env!r}")
+    return env == "1" if env else FLAT_DEADLINE
 
 
 def flat_row_quantum() -> int:
@@ -121,6 +132,7 @@ class Scheduler:
         self.due_soon = lpt_due_soon() if policy == "lpt" else LPT_DUE_SOON
         self.flat_rows = flat_min_rows() if policy == "flat" else FLAT_MIN_ROWS
         self.flat_quantum = flat_row_quantum() if policy == "flat" else FLAT_ROW_QUANTUM
+        self.flat_deadline = flat_deadline() if policy == "flat" else FLAT_DEADLINE
         self._flat_owed = 0  # flat: rows the steps so far took short of their R (negative: beyond it)
         self.chunk_fit = None  # flat: (decode rows, prompt tokens) -> prompt tokens to schedule (module docstring)
         self.kv = kv
@@ -234,7 +246,10 @@ class Scheduler:
             horizon = max(horizon, remaining_output(self.waiting[0]))
         if not prompt:
             return self.max_num_batched_tokens, decodes
-        rows = max(self.flat_rows, -(-(prompt + output) // max(horizon, 1)))
+        if self.flat_deadline:
+            rows = max(self.flat_rows, decodes + self._flat_deadline_rate(horizon, prompt))
+        else:
+            rows = max(self.flat_rows, -(-(prompt + output) // max(horizon, 1)))
         q, owed = self.flat_quantum, rows + self._flat_owed
         if q > 1:  # the multiple of q nearest what is owed, at least one q
             rows = max(q * ((owed + q // 2) // q), q)
@@ -245,6 +260,28 @@ class Scheduler:
             # what this step took short of R (or beyond it) carries to the next, by at most one q
             self._flat_owed = min(max(owed - decodes - want, -q), q)
         return min(decodes + want, self.max_num_batched_tokens), decodes
+
+    def _flat_deadline_rate(self, horizon: int, prompt: int) -> int:
+        """The fewest prompt tokens a step that keeps every prompt on time: a prompt (the running ones' rest
+        first, then the waiting ones in lpt order) whose request has o outputs left must be done within
+        horizon - o more steps, or its last token comes after the longest request's. The largest, over the
+        queue, of the prompt tokens up to and including it over the steps it has. `prompt` is every prompt
+        token still to compute (it ends the scan once no later prompt can ask for more)."""
+        rate, total, steps = 0, 0, 0
+        for req in self._flat_prompt_queue():
+            total += req.num_tokens - req.num_computed_tokens
+            steps = horizon - remaining_output(req) + 1
+            rate = max(rate, -(-total // max(steps, 1)))
+            if prompt <= rate * steps:  # the rest cannot ask for more: their share has at least these steps
+                break
+        return rate
+
+    def _flat_prompt_queue(self):
+        """Requests with prompt tokens left, in the order flat computes them: running, then waiting."""
+        for r in self.running:
+            if not r.awaits_last_token and r.num_tokens - r.num_computed_tokens > 1:
+                yield r
+        yield from self.waiting
 
     def _fit(self, decodes: int, want: int) -> int:
         """Prompt tokens for a step with `decodes` decode rows that aims at `want` of them, as `chunk_fit` rounds

@@ -12,6 +12,7 @@ Merges run in split order (deterministic). The inline merge's counters (`_triton
 zero before and after every launch.
 """
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -22,23 +23,42 @@ from tachyon.kernels._triton import next_pow2, pdl_trigger, pdl_wait, sm_count, 
 # Keys per decode split at least (one bf16 BLOCK_N tile): a shorter split would not shorten the
 # critical path (a program's latency is that of its first tile) but would add partials to merge.
 MIN_SPLIT_KEYS = 128
+# decode launches of fewer (sequence, KV head) programs than this many times the SM count split the context
+DECODE_SPLIT_WAVES = 1.0
 # most splits per sequence: the merge kernel's tile (one compile for every split count)
 MAX_KV_SPLITS = 64
 # splits whose partials the inline merge loads per step ([BLOCK_G, this, BLOCK_D] fp32 tiles)
 INLINE_MERGE_SPLITS = 4
 
 
-def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int) -> int:
-    """Split the context only when (sequence, KV head) programs cannot fill the GPU and max_seq_len
-    holds more than two splits; each sequence then divides its own context into at most that many
+def decode_split_waves() -> float:
+    """Program waves (multiples of the SM count) below which a decode launch splits the context:
+    DECODE_SPLIT_WAVES, or TACHYON_DECODE_SPLIT_WAVES (an A/B knob, read per launch: a CUDA graph keeps what was
+    in force at capture)."""
+    env = os.environ.get("TACHYON_DECODE_SPLIT_WAVES", "")
+    try:
+        waves = float(env) if env else DECODE_SPLIT_WAVES
+    except ValueError:
+        waves = -1.0
+    if not waves > 0:
+        raise ValueError(f"TACHYON_DECODE_SPLIT_WAVES must be a positive number of waves, got {env!r}")
+    return waves
+
+
+def choose_kv_splits(num_seqs: int, num_kv_heads: int, max_seq_len: int, num_sms: int,
+                     waves: float | None = None) -> int:
+    """Split the context only when the (sequence, KV head) programs are fewer than `waves` (default
+    decode_split_waves()) times the SM count and max_seq_len holds more than two splits; the programs then
+    reach max(2, waves) times the SM count, each sequence dividing its own context into at most that many
     splits of >= MIN_SPLIT_KEYS keys (rounded to BLOCK_N), so a short context uses only its first few
     splits (the others exit at once) and a CUDA graph captured at max_seq_len = max_model_len still
     spreads it. (Fewer, longer splits measured slower on the H200: attn_split_ab_h200.json.)"""
+    waves = decode_split_waves() if waves is None else waves
     programs = num_seqs * num_kv_heads
-    if programs >= num_sms or max_seq_len <= 2 * MIN_SPLIT_KEYS:
+    if programs >= waves * num_sms or max_seq_len <= 2 * MIN_SPLIT_KEYS:
         return 1
     by_len = -(-max_seq_len // MIN_SPLIT_KEYS)
-    return max(1, min(by_len, -(-2 * num_sms // programs), MAX_KV_SPLITS))
+    return max(1, min(by_len, math.ceil(max(2.0, waves) * num_sms / programs), MAX_KV_SPLITS))
 
 
 def decode_early_exit(fused: bool) -> bool:
