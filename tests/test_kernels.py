@@ -301,7 +301,8 @@ def test_decode_inline_merge_policy(monkeypatch):
         assert split_mod.decode_inline_merge(fused=False) is want and split_mod.decode_inline_merge(fused=True) is want
 
 
-def test_choose_kv_splits():
+def test_choose_kv_splits(monkeypatch):
+    monkeypatch.delenv("TACHYON_DECODE_SPLIT_WAVES", raising=False)
     assert split_mod.choose_kv_splits(256, 4, 4096, 132) == 1
     assert split_mod.choose_kv_splits(33, 4, 4096, 132) == 1  # 132 programs fill the GPU
     assert split_mod.choose_kv_splits(1, 4, 256, 132) == 1  # two splits' worth of keys: not worth a merge
@@ -309,6 +310,18 @@ def test_choose_kv_splits():
     assert 8 <= split_mod.choose_kv_splits(1, 4, 4096, 132) <= 64
     assert split_mod.choose_kv_splits(1, 4, 32768, 132) == 64  # the cap
     assert split_mod.choose_kv_splits(1, 8, 32768, 132) == 33  # ~2 programs per SM
+
+
+def test_decode_split_waves_knob(monkeypatch):
+    """TACHYON_DECODE_SPLIT_WAVES=W splits launches of fewer than W x SMs programs into W x SMs of them."""
+    monkeypatch.setenv("TACHYON_DECODE_SPLIT_WAVES", "4")
+    assert split_mod.choose_kv_splits(48, 4, 4096, 132) == 3  # 192 programs -> 576 >= 528
+    assert split_mod.choose_kv_splits(132, 4, 4096, 132) == 1  # 528 programs: four waves already
+    assert split_mod.choose_kv_splits(48, 4, 4096, 132, waves=1.0) == 1  # the argument over the knob
+    for bad in ("0", "-1", "x"):
+        monkeypatch.setenv("TACHYON_DECODE_SPLIT_WAVES", bad)
+        with pytest.raises(ValueError, match="TACHYON_DECODE_SPLIT_WAVES must be a positive number of waves"):
+            split_mod.choose_kv_splits(48, 4, 4096, 132)
 
 
 @needs_triton

@@ -211,6 +211,65 @@ def test_flat_rows_knob(monkeypatch):
         _scheduler()
 
 
+def _run_steps(s: Scheduler) -> list[tuple[int, int]]:
+    """(decode rows, prompt tokens) of every step until the scheduler's requests are done."""
+    steps = []
+    while s.num_unfinished:
+        out = s.schedule()
+        decodes = sum(1 for r, n in zip(out.requests, out.num_new_tokens)
+                      if n == 1 and r.num_computed_tokens + 1 >= r.num_tokens)
+        steps.append((decodes, out.total_tokens - decodes))
+        _advance(s, out)
+    return steps
+
+
+def test_flat_deadline_rate_is_the_tightest_prompt_deadline(monkeypatch):
+    """Horizon 1,000: the longest request (1,000 outputs) must be prefilled now, the next (990) within 11 steps
+    with the first's prompt before it, the last (500) within 501."""
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "1")
+    s = _scheduler()
+    for rid, out, prompt in (("a", 1000, 100), ("b", 990, 300), ("c", 500, 50)):
+        s.add(_req(rid, out, prompt))
+    s._sort_waiting()
+    assert s._flat_deadline_rate(1000, 450) == 100  # a: 100 / 1; b: 400 / 11 = 37; c: 450 / 501 = 1
+    s.waiting[1].max_tokens = 999  # b now has 2 steps: (100 + 300) / 2
+    assert s._flat_deadline_rate(1000, 450) == 200
+
+
+def test_flat_deadline_ends_every_request_with_the_longest(monkeypatch):
+    """Under the deadline R every prompt is admitted late enough to end with the longest request and no later: the
+    run takes as many steps as the longest output (its prompt is prefilled in the first step, each later step
+    samples one token), and its last steps still hold most of the requests. The old R (the remaining work over the
+    horizon, at least 300 rows) admits the prompts early: the run ends in a drain of few decodes, and takes
+    longer."""
+    lens = [(100 + (i * 37) % 900, 100 + (i * 53) % 900) for i in range(64)]  # (prompt, output)
+
+    def run(deadline: str, rows: int, quantum: int) -> list[tuple[int, int]]:
+        monkeypatch.setenv("TACHYON_FLAT_DEADLINE", deadline)
+        s = _scheduler(rows=rows, monkeypatch=monkeypatch, quantum=quantum)
+        for i, (p, o) in enumerate(lens):
+            s.add(_req(str(i), o, p))
+        return _run_steps(s)
+
+    longest = max(o for _, o in lens)
+    steps = run("1", 1, 1)  # no floor: 64 requests ask for ~72 rows a step, under any useful floor
+    assert len(steps) == longest
+    tail = steps[-longest // 10:]
+    assert sum(d for d, _ in tail) / len(tail) > len(lens) / 2
+    old = run("0", FLAT_MIN_ROWS, FLAT_ROW_QUANTUM)
+    assert len(old) > longest
+    assert sum(d for d, _ in old[-longest // 10:]) < sum(d for d, _ in tail) / 2
+
+
+def test_flat_deadline_knob(monkeypatch):
+    assert _scheduler().flat_deadline is False
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "1")
+    assert _scheduler().flat_deadline is True
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "yes")
+    with pytest.raises(ValueError, match="TACHYON_FLAT_DEADLINE must be 0 or 1, got 'yes'"):
+        _scheduler()
+
+
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_flat_through_mixed_steps_greedy_matches_transformers(arch, monkeypatch):
     """Flat at 20 rows over the padded mixed step (run eagerly on CPU, as the graphs would): steps with two prompt
