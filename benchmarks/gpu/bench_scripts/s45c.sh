@@ -7,6 +7,7 @@
 #   base   the committed default (R = max(300, work / horizon))
 #   dl128  deadline R, at least 128 rows
 #   dl256  deadline R, at least 256 rows
+# then Qwen3-0.6B nano256 once each, base and dl128.
 # Usage (device, repo root; carry .whl): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s45c.sh
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s45c
@@ -14,9 +15,9 @@ mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active --format=csv -lms 200 > $R/smi.csv &
 SMI=$!
-run() {  # tag, env...
+run() {  # tag, env...  (MODEL: qwen2.5-7b unless set)
   local tag=$1; shift
-  env "$@" timeout 100 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload nano256 \
+  env "$@" timeout 100 $B bench offline --backend tachyon --model ${MODEL:-qwen2.5-7b} --dummy --workload nano256 \
     --output $R/nano256_$tag.json 2>&1 | f | grep "^| tachyon\|Error" | sed "s/^/$tag /"
 }
 for i in 1 2; do
@@ -25,5 +26,7 @@ for i in 1 2; do
   run dl256_$i TACHYON_FLAT_DEADLINE=1 TACHYON_FLAT_ROWS=256
   tar czf $OUT/s45c.tgz -C $R .
 done
+MODEL=qwen3-0.6b run 06base
+MODEL=qwen3-0.6b run 06dl128 TACHYON_FLAT_DEADLINE=1 TACHYON_FLAT_ROWS=128
 kill $SMI
 tar czf $OUT/s45c.tgz -C $R .
