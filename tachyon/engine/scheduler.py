@@ -23,13 +23,17 @@ Policies:
         -2 to -6% on Qwen3-0.6B, whose admissions' eager mixed steps are bound by the host
         (docs/performance-history.md, stop 27).
   flat  the offline LLM's default on a CUDA device (engine/llm.py): waiting requests in lpt's order, and each step
-        filled to about R rows, R the larger of FLAT_MIN_ROWS and ceil((remaining prompt + output tokens) /
-        horizon), the horizon being the longest remaining output among running and waiting requests: every running
-        decode, then prompt tokens up to R (the end of the prompt in progress, then the start of the next; at most
-        FLAT_MAX_CHUNKS prompts in a step with decodes, as many as fit in one without). Prefill rides on decode
-        steps that would otherwise be bound by the weight read, and the batch drains into few weight-bound steps at
-        the end. `chunk_fit(decodes, tokens)` (the runner's mixed graphs' `tight_chunk`, when it has them) rounds a
-        step's prompt tokens to a size its graph holds unpadded. With `FLAT_ROW_QUANTUM` q > 1 a step is filled to
+        filled to about R rows: every running decode, then prompt tokens up to R (the end of the prompt in
+        progress, then the start of the next; at most FLAT_MAX_CHUNKS prompts in a step with decodes, as many as
+        fit in one without). The horizon is the longest remaining output among running and waiting requests. With
+        FLAT_DEADLINE (the default) R is the larger of FLAT_MIN_ROWS and the decodes plus the fewest prompt tokens
+        that keep every prompt on its deadline: a request with o outputs left must start decoding within
+        horizon - o steps, or it ends after the longest one (_flat_deadline_rate). Prompts then come in as late as
+        the floor lets them, and the run ends with most requests still decoding instead of draining into steps of
+        a few rows that each read every weight. Without it, R is the larger of FLAT_MIN_ROWS and ceil((remaining
+        prompt + output tokens) / horizon): the prompts come in early and the batch drains at the end.
+        `chunk_fit(decodes, tokens)` (the runner's mixed graphs' `tight_chunk`, when it has them) rounds a step's
+        prompt tokens to a size its graph holds unpadded. With `FLAT_ROW_QUANTUM` q > 1 a step is filled to
         a multiple of q rows instead of to R itself, rounding up or down so the rows carried over the steps follow
         R (error diffusion: what a step takes beyond R is owed by the next ones, and the reverse); a step that
         lands past the multiple it aimed at (its decodes alone, or the chunk `chunk_fit` rounds to) is filled to
@@ -47,8 +51,9 @@ from tachyon.engine.request import Request, RequestStatus
 
 POLICIES = ("fcfs", "lpt", "flat")
 # flat: the fewest rows a step is filled to (about the GEMMs' compute knee: fewer rows cost one weight read anyway),
-# and the most prompts one step carries (the mixed graphs' chunk sequences)
-FLAT_MIN_ROWS = 300
+# and the most prompts one step carries (the mixed graphs' chunk sequences). Under the deadline R 256 measured +1.5%
+# over the previous fill (work over the horizon, at least 300 rows) on Qwen2.5-7B nano256, 128 +0.4% (H200, stop 45)
+FLAT_MIN_ROWS = 256
 FLAT_MAX_CHUNKS = 2
 # flat: fill steps to multiples of this many rows. The GEMMs' cost rises in stairs between tile heights: on the H200
 # a Qwen2.5-7B chain of 288 rows costs 16% more joules than one of 256, and one of 384 only as much as 352
@@ -56,7 +61,7 @@ FLAT_MAX_CHUNKS = 2
 FLAT_ROW_QUANTUM = 128
 # flat: R from the waiting prompts' deadlines (each admitted late enough to end with the longest request, no later;
 # _flat_deadline_rate) instead of from the remaining work spread evenly over the horizon
-FLAT_DEADLINE = False
+FLAT_DEADLINE = True
 # lpt: once a request is due, the waiting requests whose remaining output is at least this share of the horizon
 # join it in the same step (they would be due within the next ~10% of it), so admissions come as a few large
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred

@@ -42,7 +42,7 @@ def _advance(s: Scheduler, out) -> None:
 
 
 def _expected_rows(s: Scheduler) -> int:
-    """R before a step: max(flat rows, ceil((prompt left + output left) / longest output left))."""
+    """R before a step without deadlines: max(flat rows, ceil((prompt left + output left) / longest output left))."""
     reqs = list(s.running) + list(s.waiting)
     prompt = sum(r.num_tokens - r.num_computed_tokens for r in reqs if r.num_tokens - r.num_computed_tokens > 1)
     output = sum(remaining_output(r) for r in reqs)
@@ -50,6 +50,7 @@ def _expected_rows(s: Scheduler) -> int:
 
 
 def test_flat_fills_each_step_to_its_rows_with_at_most_two_prompts(monkeypatch):
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "0")  # the rule without deadlines
     lens = [(37 + 13 * i % 50, 10 + (i * 7) % 40) for i in range(24)]  # (prompt, output)
     s = _scheduler(rows=40, monkeypatch=monkeypatch)
     for i, (p, o) in enumerate(lens):
@@ -104,6 +105,7 @@ def test_flat_step_without_decodes_takes_every_prompt_that_fits():
 
 def test_flat_rows_follow_the_work_left_over_the_horizon(monkeypatch):
     """Long prompts and short outputs: R = ceil((prompt + output) / horizon) is above the minimum."""
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "0")  # the rule without deadlines
     s = _scheduler(rows=8, monkeypatch=monkeypatch)
     for i in range(4):
         s.add(_req(str(i), 5, 100))
@@ -159,6 +161,7 @@ def test_flat_bookkeeping_through_preemption_and_abort(monkeypatch):
 def test_flat_quantum_fills_multiples_of_q_that_follow_r(monkeypatch):
     """TACHYON_FLAT_QUANTUM=q: while prompts are plentiful every step totals a multiple of q rows, rounding up or
     down so that the rows taken so far stay within q of the R's asked so far."""
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "0")  # the rule without deadlines
     q = 16
     s = _scheduler(rows=40, monkeypatch=monkeypatch, quantum=q)  # R = 40 = 2.5 q: steps of 32 and 48 rows
     for i in range(12):
@@ -262,9 +265,9 @@ def test_flat_deadline_ends_every_request_with_the_longest(monkeypatch):
 
 
 def test_flat_deadline_knob(monkeypatch):
-    assert _scheduler().flat_deadline is False
-    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "1")
     assert _scheduler().flat_deadline is True
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "0")
+    assert _scheduler().flat_deadline is False
     monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "yes")
     with pytest.raises(ValueError, match="TACHYON_FLAT_DEADLINE must be 0 or 1, got 'yes'"):
         _scheduler()
