@@ -271,14 +271,15 @@ class Scheduler:
         first, then the waiting ones in lpt order) whose request has o outputs left must be done within
         horizon - o more steps, or its last token comes after the longest request's. The largest, over the
         queue, of the prompt tokens up to and including it over the steps it has. `prompt` is every prompt
-        token still to compute (it ends the scan once no later prompt can ask for more)."""
+        token still to compute (it ends the scan once no later prompt can ask for more); the scan also ends once
+        the rate reaches the step budget, so a long queue costs a few requests' work a step, not the queue's."""
         rate, total, steps = 0, 0, 0
         for req in self._flat_prompt_queue():
             total += req.num_tokens - req.num_computed_tokens
             steps = horizon - remaining_output(req) + 1
             rate = max(rate, -(-total // max(steps, 1)))
-            if prompt <= rate * steps:  # the rest cannot ask for more: their share has at least these steps
-                break
+            if prompt <= rate * steps or rate >= self.max_num_batched_tokens:
+                break  # the rest cannot ask for more (their share has at least these steps), or more is not taken
         return rate
 
     def _flat_prompt_queue(self):

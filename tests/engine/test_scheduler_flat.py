@@ -239,6 +239,21 @@ def test_flat_deadline_rate_is_the_tightest_prompt_deadline(monkeypatch):
     assert s._flat_deadline_rate(1000, 450) == 200
 
 
+def test_flat_deadline_scan_stops_at_the_step_budget(monkeypatch):
+    """10,000 waiting prompts with one output length (every deadline is now): the rate is the step budget, found
+    after the few prompts that fill it, not after the whole queue."""
+    monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "1")
+    s = _scheduler(budget=2048)
+    for i in range(10_000):
+        s.add(_req(str(i), 64, 100))
+    s._sort_waiting()
+    seen = []
+    queue = s._flat_prompt_queue
+    monkeypatch.setattr(s, "_flat_prompt_queue", lambda: (seen.append(r) or r for r in queue()))
+    assert s._flat_deadline_rate(64, 1_000_000) == 2100  # 21 prompts of 100 tokens, all due now
+    assert len(seen) == 21
+
+
 def test_flat_deadline_ends_every_request_with_the_longest(monkeypatch):
     """Under the deadline R every prompt is admitted late enough to end with the longest request and no later: the
     run takes as many steps as the longest output (its prompt is prefilled in the first step, each later step
