@@ -19,14 +19,14 @@ Prompt = str | list[int] | dict
 # bs1's decode ~2% slower (1,482 against 1,515 tok/s, TPOT 0.669 against 0.655 ms, whatever the KV cache's size:
 # benchmarks/results/session24/); 8,192 is the default on every device again.
 OFFLINE_MAX_NUM_BATCHED_TOKENS = 8192
-# `LLM`'s admission order on a CUDA device when none is given: steps filled to 256 or 384 rows (~300 on average)
-# with prompt chunks beside the decodes (engine/scheduler.py). H200, same board and commit
-# (benchmarks/results/session32/): Qwen2.5-7B nano256 13,587.8 against fcfs' 12,941.2 tok/s (+5.0%; earlier boards
-# +2.3 to +3.5%), Qwen3-0.6B level (stop 38), with stop 39's fill; stop 44's 128-row fill +3.0% and +3.4% more (two
-# A/Bs on two boards, session37/).
+# `LLM`'s admission order on a CUDA device when none is given: each prompt admitted as late as its deadline allows,
+# steps filled to multiples of 128 rows (at least 256) with prompt chunks beside the decodes (engine/scheduler.py).
+# H200, same board and commit (benchmarks/results/session32/): Qwen2.5-7B nano256 13,587.8 against fcfs' 12,941.2
+# tok/s (+5.0%; earlier boards +2.3 to +3.5%), Qwen3-0.6B level (stop 38), with stop 39's fill; stop 44's 128-row
+# fill +3.0% and +3.4% more (two A/Bs on two boards, session37/), stop 45's deadlines +1.4-1.5% more (session38/).
 # bs1 and seed8 schedule as under fcfs (their prompts fit the first step). Prompts are admitted over the whole run,
-# so TTFT rises (7B nano256 mean 3.64 s against 1.71): the server keeps EngineConfig's fcfs. Elsewhere (the CPU,
-# where no step is bound by the weight read) fcfs.
+# so TTFT rises (7B nano256 mean 3.41 s against fcfs' 1.71 at stop 39): the server keeps EngineConfig's fcfs.
+# Elsewhere (the CPU, where no step is bound by the weight read) fcfs.
 OFFLINE_GPU_SCHEDULING_POLICY = "flat"
 
 

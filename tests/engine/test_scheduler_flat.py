@@ -279,6 +279,22 @@ def test_flat_deadline_ends_every_request_with_the_longest(monkeypatch):
     assert sum(d for d, _ in old[-longest // 10:]) < sum(d for d, _ in tail) / 2
 
 
+@pytest.mark.parametrize("lens", [[(128, 256)], [(15 + 3 * i, 256) for i in range(8)]], ids=["bs1", "seed8"])
+def test_flat_deadline_leaves_bs1_and_seed8_schedules_alone(lens, monkeypatch):
+    """bs1 (one request) and seed8 (eight prompts, one output length): every prompt is due at once, so the deadline
+    fill makes the same steps as the fill before it (one prefill step, then decodes) and their figures carry over."""
+    def run(deadline: str, rows: int) -> list[tuple[int, int]]:
+        monkeypatch.setenv("TACHYON_FLAT_DEADLINE", deadline)
+        s = _scheduler(rows=rows, monkeypatch=monkeypatch, quantum=FLAT_ROW_QUANTUM)
+        for i, (p, o) in enumerate(lens):
+            s.add(_req(str(i), o, p))
+        return _run_steps(s)
+
+    steps = run("1", FLAT_MIN_ROWS)
+    assert steps == run("0", 300)
+    assert steps[0] == (0, sum(p for p, _ in lens)) and steps[1:] == [(len(lens), 0)] * 255
+
+
 def test_flat_deadline_knob(monkeypatch):
     assert _scheduler().flat_deadline is True
     monkeypatch.setenv("TACHYON_FLAT_DEADLINE", "0")
