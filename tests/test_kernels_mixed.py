@@ -163,6 +163,26 @@ def test_mixed_chunk_config_is_one_per_dtype(monkeypatch):
 
 
 @needs_triton
+@pytest.mark.parametrize("block_n", [16, 64])
+def test_mixed_attention_decode_tile_knob(monkeypatch, block_n):
+    """TACHYON_MIXED_DECODE_TILE sets the decode programs' key tile (contexts then span several tiles, or end inside
+    one): the rows stay the reference's; a value that is not a power of two >= 16 names the knob."""
+    monkeypatch.setenv("TACHYON_MIXED_DECODE_TILE", str(block_n))
+    assert attn_cfg.mixed_decode_config("bf16")["BLOCK_N"] == block_n
+    gen = torch.Generator().manual_seed(22)
+    q, cache, p, bound, max_seq, oracle, covered = mixed_step(*STEPS[0], 8, 4, 32, 8, torch.float32, gen)
+    scale = 1.0 / math.sqrt(32)
+    out = K.mixed_attention_triton(q, cache, **p, max_chunk_len=bound, max_seq_len=max_seq, scale=scale,
+                                   out=torch.full_like(q, NAN))
+    rows = torch.tensor(covered)
+    torch.testing.assert_close(out.cpu()[rows].double(), oracle[rows], **tol(torch.float32))
+    for bad in ("48", "8", "x"):
+        monkeypatch.setenv("TACHYON_MIXED_DECODE_TILE", bad)
+        with pytest.raises(ValueError, match="TACHYON_MIXED_DECODE_TILE"):
+            attn_cfg.mixed_decode_config("bf16")
+
+
+@needs_triton
 @pytest.mark.parametrize("Hq,Hkv", [(14, 2), (8, 4)])
 def test_mixed_attention_decode_order_leaves_the_result(Hq, Hkv):
     """Programs dispatched in a given decode order (heads fastest) write exactly the rows, and the values, of the batch

@@ -30,6 +30,7 @@ import torch  # noqa: E402
 
 from benchmarks.gpu.prefill_attn_sweep import time_call  # noqa: E402
 from tachyon import kernels  # noqa: E402
+from tachyon.kernels import attention_config  # noqa: E402
 
 
 def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket: int, lo: int, hi: int,
@@ -74,6 +75,21 @@ def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket
 def runner(form: str, s: dict, out: torch.Tensor):
     """A callable running one layer's attention of the step in `form` into `out`."""
     d = s["decodes"]
+    if form == "fork":  # the chunks' prefill launch on a side stream beside the decode launch (longest first)
+        side = torch.cuda.Stream()
+        lens = s["decode_seq_lens"][:d]
+        order = torch.argsort(-lens, stable=True).to(torch.int32)
+
+        def fork():
+            main = torch.cuda.current_stream()
+            side.wait_stream(main)
+            with torch.cuda.stream(side):
+                kernels.attention(s["q"], s["kv_cache"], s["chunk_qsl"], s["chunk_seq_lens"], s["chunk_block_tables"],
+                                  s["max_chunk_len"], s["max_seq_len"], s["scale"], out=out)
+            kernels.attention(s["q"], s["kv_cache"], s["decode_qsl"][: d + 1], lens, s["decode_block_tables"][:d], 1,
+                              s["max_seq_len"], s["scale"], out=out, decode_order=order)
+            main.wait_stream(side)
+        return fork
     if form in ("decode_only", "decode_lpt"):
         lens = s["decode_seq_lens"][:d]
         order = torch.argsort(-lens, stable=True).to(torch.int32) if form == "decode_lpt" else None
@@ -109,6 +125,9 @@ def main() -> None:
     ap.add_argument("--steps", default="146/160:70@420+83@0/192,200/224:40@600+48@0/64,96/96:150@300+120@0/320",
                     help="decodes/bucket:new@cached+new@cached/chunk_bucket, comma-separated")
     ap.add_argument("--ctx", default="200:1600", help="decode contexts, uniform lo:hi")
+    ap.add_argument("--decode-tiles", default="",
+                    help="decode key tiles (BLOCK_N, comma-separated): each adds decode_lpt, lpt and fork forms "
+                         "with the decode tile forced (attention_config.DECODE_CONFIG), lpt with each --tiles")
     args = ap.parse_args()
     lo, hi = (int(v) for v in args.ctx.split(":"))
     results = []
@@ -141,6 +160,30 @@ def main() -> None:
                 row["forms"][tile or form] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
             print(spec, tile or form, row["forms"][tile or form], flush=True)
         os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
+        for bn in [int(v) for v in args.decode_tiles.split(",") if v]:
+            shipped = dict(attention_config.DECODE_CONFIG["bf16"])
+            attention_config.DECODE_CONFIG["bf16"] = dict(shipped, BLOCK_N=bn)
+            chunk_tiles = [""] + [t for t in args.tiles.split(",") if t]
+            variants = [("decode_lpt", ""), ("fork", "")] + [("lpt", t) for t in chunk_tiles]
+            for form, tile in variants:
+                if tile:
+                    os.environ["TACHYON_MIXED_CHUNK_TILE"] = tile
+                if form == "fork":  # the chunk launch takes the mixed kernel's chunk tile
+                    os.environ["TACHYON_PREFILL_TILE"] = "{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(
+                        **attention_config.mixed_chunk_config("bf16"))
+                name = f"{form}@{bn}" + (f"/{tile}" if tile else "")
+                out = torch.zeros_like(s["q"])
+                try:
+                    us = time_graph(runner(form, s, out))
+                    n = decodes if form.startswith("decode_") else rows
+                    err = (out[:n].float() - ref[:n].float()).abs().max().item()
+                    row["forms"][name] = dict(us=round(us, 2), max_abs_diff=err)
+                except Exception as e:  # a variant Triton cannot build is a result, not a crash
+                    row["forms"][name] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+                print(spec, name, row["forms"][name], flush=True)
+                os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
+                os.environ.pop("TACHYON_PREFILL_TILE", None)
+            attention_config.DECODE_CONFIG["bf16"] = shipped
         results.append(row)
     res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                git=os.environ.get("TACHYON_GIT_SHA"))

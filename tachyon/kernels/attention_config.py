@@ -116,6 +116,20 @@ def mixed_chunk_config(key: str) -> dict:
     return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
+def mixed_decode_config(key: str) -> dict:
+    """Launch configuration of the one-launch mixed attention's decode programs for dtype `key`: decode_config's
+    unsplit one (its warps and stages give way to the chunk programs': one launch has one of each).
+    TACHYON_MIXED_DECODE_TILE = BLOCK_N overrides the key tile (an A/B knob, read per launch: a CUDA graph keeps what
+    was in force at capture)."""
+    cfg = decode_config(key, False)
+    env = os.environ.get("TACHYON_MIXED_DECODE_TILE", "")
+    if not env:
+        return cfg
+    if not env.isdigit() or int(env) < 16 or int(env) & (int(env) - 1):
+        raise ValueError(f"TACHYON_MIXED_DECODE_TILE must be a power of two >= 16 (keys), got {env!r}")
+    return dict(cfg, BLOCK_N=int(env))
+
+
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
     `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16

@@ -19,7 +19,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _decode_split, attention_ref
-from tachyon.kernels.attention_config import decode_config, mixed_chunk_config
+from tachyon.kernels.attention_config import mixed_chunk_config, mixed_decode_config
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_block
 
 
@@ -116,12 +116,13 @@ def _mixed_kernel(
 
 def mixed_tiles(dtype: torch.dtype, group: int) -> tuple[dict, dict, int]:
     """The launch choices of _mixed_kernel, which alone set its compiled variant (with the model's head layout): the
-    decode programs' config, the chunk programs' (attention_config.mixed_chunk_config) and the query tokens a chunk
-    program takes. None depends on the step, so a model compiles one variant per dtype."""
+    decode programs' config (attention_config.mixed_decode_config), the chunk programs'
+    (attention_config.mixed_chunk_config) and the query tokens a chunk program takes. None depends on the step, so a
+    model compiles one variant per dtype."""
     key = "fp32" if dtype == torch.float32 else "bf16"
     block_g = next_pow2(group)
     pre = mixed_chunk_config(key)
-    return decode_config(key, False), pre, max(1, pre["BLOCK_M"] // block_g, 16 // block_g)
+    return mixed_decode_config(key), pre, max(1, pre["BLOCK_M"] // block_g, 16 // block_g)
 
 
 def mixed_attention_triton(
