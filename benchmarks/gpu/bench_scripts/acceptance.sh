@@ -3,7 +3,7 @@
 #   startup   Qwen2.5-7B cold start-up (empty Triton cache; the machine's first process when given first)
 #   bs1_06    Qwen3-0.6B bs1 (--repeats 5)
 #   nano_06   Qwen3-0.6B nano256 (transformers in static batches of 64, warm-up capped at 32 output tokens)
-#   nano_7    Qwen2.5-7B nano256 (as nano_06), nvidia-smi at 100 ms beside it
+#   nano_7    Qwen2.5-7B nano256 (as nano_06), nvidia-smi at 100 ms beside it (clock, power, throttle reasons, GPU °C)
 #   hf_7      Qwen2.5-7B bs1 and seed8 (--repeats 3)
 #   tests     the GPU kernel tests at real sizes (tests/test_kernels*.py, 8 workers)
 # ENGINE_ARGS="k=v ..." passes engine arguments to Tachyon in every step (e.g. scheduling_policy=flat), recorded in
@@ -35,7 +35,7 @@ for s in ${1//,/ }; do
     nano_06)
       nano qwen3-0.6b ${NANO_TIMEOUT:-300} ;;
     nano_7)
-      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.draw.instant,clocks_event_reasons.active \
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.draw.instant,clocks_event_reasons.active,temperature.gpu \
         --format=csv -lms 100 > $R/smi_nano_7b.csv 2>&1 &
       SMI=$!
       nano qwen2.5-7b ${NANO_TIMEOUT:-450}
