@@ -54,6 +54,7 @@ def test_last_busy_window_takes_the_last_stretch_across_short_dips(tmp_path):
     ("session39/acceptance_6b0536c_call4", 1515, 95, 9.63),
     ("session39/acceptance_0eaa37b_call6", 1575, 92, 9.49),
     ("session38/acceptance_6b56fec", 1590, 92, 9.48),
+    ("session40/acceptance_8945359_call2", 1545, 93, 9.61),  # a sixth column (GPU temperature) since stop 48
 ])
 def test_committed_acceptance_boards_match_the_docs(folder, mhz, capped, tok_s_per_mhz, capsys):
     d = ROOT / "benchmarks" / "results" / folder
