@@ -10,8 +10,9 @@ script's kernel is that loop (one program per sequence and KV head, longest firs
   2  the next tile's K and V issued before this tile's math (one tile in flight across iterations)
 
 timed as CUDA graphs of 28 calls (a step's layers) on decode batches shaped like a flat 7B step's (contexts uniform
-in [200, 1600]) and on uniform long contexts, against the engine's kernel (longest first) and the KV-byte floor at
-4.25 TB/s. Every form's output is compared with the engine's.
+in [200, 1600]) and on uniform long contexts, against the engine's kernel (longest first; launched with PDL as in the
+engine, and without: TACHYON_PDL=0, as this script's kernel) and the KV-byte floor at 4.25 TB/s. Every form's output
+is compared with the engine's.
 
 Usage (GPU machine, repo root): python3 benchmarks/gpu/decode_loop_variants.py --out DIR
 """
@@ -156,6 +157,9 @@ def main() -> None:
                               out=out, decode_order=s["order"])
         row = dict(case=name, kv_floor_us=round(s["kv_bytes"] / 4.25e12 * 1e6, 2),
                    engine_us=round(sorted(time_call(engine, 28, 60) for _ in range(3))[1], 2), forms={})
+        os.environ["TACHYON_PDL"] = "0"  # the engine's kernel launched as this script's: no programmatic launch
+        row["engine_no_pdl_us"] = round(sorted(time_call(engine, 28, 60) for _ in range(3))[1], 2)
+        os.environ.pop("TACHYON_PDL")
         for variant, bn, warps, stages in configs:
             out = torch.zeros_like(s["q"])
             key = f"v{variant}:{bn}:{warps}:{stages}"
@@ -168,7 +172,8 @@ def main() -> None:
                                          max_abs_diff=(out.float() - ref.float()).abs().max().item())
             except Exception as e:  # a form Triton cannot build is a result, not a crash
                 row["forms"][key] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
-            print(name, "floor", row["kv_floor_us"], "engine", row["engine_us"], key, row["forms"][key], flush=True)
+            print(name, "floor", row["kv_floor_us"], "engine", row["engine_us"], "no PDL", row["engine_no_pdl_us"], key,
+                  row["forms"][key], flush=True)
         results.append(row)
     res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                git=os.environ.get("TACHYON_GIT_SHA"))
