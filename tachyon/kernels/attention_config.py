@@ -116,6 +116,17 @@ def mixed_chunk_config(key: str) -> dict:
     return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
+def attention_pdl() -> bool:
+    """Whether the decode and mixed attention launches use programmatic dependent launch where the GPU has it (their
+    programs may then become resident, waiting, while the kernel before them runs). On unless TACHYON_ATTN_PDL=0 (an
+    A/B knob, read per launch: a CUDA graph keeps what was in force at capture); TACHYON_PDL=0 turns it off for every
+    kernel."""
+    env = os.environ.get("TACHYON_ATTN_PDL", "")
+    if env not in ("", "0", "1"):
+        raise ValueError(f"TACHYON_ATTN_PDL must be 0 or 1, got {env!r}")
+    return env != "0"
+
+
 def mixed_decode_config(key: str) -> dict:
     """Launch configuration of the one-launch mixed attention's decode programs for dtype `key`: decode_config's
     unsplit one (its warps and stages give way to the chunk programs': one launch has one of each).

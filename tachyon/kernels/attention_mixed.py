@@ -19,7 +19,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _decode_split, attention_ref
-from tachyon.kernels.attention_config import mixed_chunk_config, mixed_decode_config
+from tachyon.kernels.attention_config import attention_pdl, mixed_chunk_config, mixed_decode_config
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_block
 
 
@@ -169,6 +169,6 @@ def mixed_attention_triton(
         G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
-        num_stages=pre["num_stages"], ORDERED=ordered, **pdl_args(q.device),
+        num_stages=pre["num_stages"], ORDERED=ordered, **(pdl_args(q.device) if attention_pdl() else {"PDL": False}),
     )
     return out
