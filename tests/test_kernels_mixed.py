@@ -212,3 +212,21 @@ def test_mixed_decode_order_knob(monkeypatch):
     monkeypatch.setenv("TACHYON_MIXED_ORDER", "longest")
     with pytest.raises(ValueError, match="TACHYON_MIXED_ORDER"):
         attn_cfg.mixed_decode_order()
+
+
+def test_attention_pdl_rule(monkeypatch):
+    """Unsplit decode launches that fit in one wave (DECODE_NO_PDL_PROGRAMS_PER_SM a SM) launch without PDL; larger
+    ones and every other launch keep it; TACHYON_ATTN_PDL=1 / 0 forces it for all; a bad value names the knob."""
+    monkeypatch.delenv("TACHYON_ATTN_PDL", raising=False)
+    wave = attn_cfg.DECODE_NO_PDL_PROGRAMS_PER_SM * 132
+    assert not attn_cfg.attention_pdl(64 * 4, 132)
+    assert not attn_cfg.attention_pdl(wave, 132)
+    assert attn_cfg.attention_pdl(wave + 1, 132)
+    assert attn_cfg.attention_pdl(None, 132)
+    monkeypatch.setenv("TACHYON_ATTN_PDL", "1")
+    assert attn_cfg.attention_pdl(4, 132)
+    monkeypatch.setenv("TACHYON_ATTN_PDL", "0")
+    assert not attn_cfg.attention_pdl(None, 132) and not attn_cfg.attention_pdl(wave + 1, 132)
+    monkeypatch.setenv("TACHYON_ATTN_PDL", "off")
+    with pytest.raises(ValueError, match="TACHYON_ATTN_PDL"):
+        attn_cfg.attention_pdl(4, 132)

@@ -17,7 +17,7 @@ decode_fused_session6/inline_merge_*), so it is the fused decode kernel's defaul
 
 import torch
 
-from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
+from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, sm_count, tl, triton
 from tachyon.kernels.attention_config import (
     attention_pdl,
     decode_config,
@@ -339,8 +339,9 @@ def attention_triton(
     cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
-        pdl = pdl if attention_pdl() else {"PDL": False}
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
+        if not attention_pdl(B * Hkv if plan.splits == 1 else None, sm_count(q.device)):
+            pdl = {"PDL": False}
         cfg = decode_config(cfg_key, plan.splits > 1)
         align = decode_split_align(cfg["BLOCK_N"])
         ordered = decode_order is not None

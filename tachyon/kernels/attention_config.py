@@ -116,15 +116,28 @@ def mixed_chunk_config(key: str) -> dict:
     return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
-def attention_pdl() -> bool:
-    """Whether the decode and mixed attention launches use programmatic dependent launch where the GPU has it (their
-    programs may then become resident, waiting, while the kernel before them runs). On unless TACHYON_ATTN_PDL=0 (an
-    A/B knob, read per launch: a CUDA graph keeps what was in force at capture); TACHYON_PDL=0 turns it off for every
-    kernel."""
+# An unsplit decode launch whose (sequence, KV head) programs fit in one wave of this many a SM (the decode kernel's
+# occupancy at 168 registers) launches without PDL: launched early, its programs become resident while the kernel
+# before runs, on whichever SMs have room, and a one-wave launch cannot rebalance them. H200, Qwen2.5-7B, 64 requests
+# of 3,072 + 1,024 tokens (decode steps of 64 sequences at 3-4K keys, 256 programs), engine alone, alternating: PDL
+# off for the attention launches +5.0% / +4.3% (5,423.5 / 5,396.9 tok/s against 5,167.2 / 5,172.2), nano256 level
+# (15,040.8 / 15,027.9 against 15,040.6 / 15,028.9); in back-to-back launches 64 x 4,096 keys take 168.3 µs with PDL,
+# 129.3 without (benchmarks/results/session40/).
+DECODE_NO_PDL_PROGRAMS_PER_SM = 3
+
+
+def attention_pdl(programs: int | None = None, num_sms: int = 0) -> bool:
+    """Whether an attention launch uses programmatic dependent launch where the GPU has it. `programs` is an unsplit
+    decode launch's program count (None: any other launch, which keeps PDL): off when it fits in
+    DECODE_NO_PDL_PROGRAMS_PER_SM x num_sms. TACHYON_ATTN_PDL=1 / 0 forces it on / off for every decode and mixed
+    attention launch (an A/B knob, read per launch: a CUDA graph keeps what was in force at capture); TACHYON_PDL=0
+    turns PDL off for every kernel."""
     env = os.environ.get("TACHYON_ATTN_PDL", "")
     if env not in ("", "0", "1"):
         raise ValueError(f"TACHYON_ATTN_PDL must be 0 or 1, got {env!r}")
-    return env != "0"
+    if env:
+        return env == "1"
+    return programs is None or programs > DECODE_NO_PDL_PROGRAMS_PER_SM * num_sms
 
 
 def mixed_decode_config(key: str) -> dict:
