@@ -119,10 +119,11 @@ def mixed_chunk_config(key: str) -> dict:
 # An unsplit decode launch whose (sequence, KV head) programs fit in one wave of this many a SM (the decode kernel's
 # occupancy at 168 registers) launches without PDL: launched early, its programs become resident while the kernel
 # before runs, on whichever SMs have room, and a one-wave launch cannot rebalance them. H200, Qwen2.5-7B, 64 requests
-# of 3,072 + 1,024 tokens (decode steps of 64 sequences at 3-4K keys, 256 programs), engine alone, alternating: PDL
-# off for the attention launches +5.0% / +4.3% (5,423.5 / 5,396.9 tok/s against 5,167.2 / 5,172.2), nano256 level
-# (15,040.8 / 15,027.9 against 15,040.6 / 15,028.9); in back-to-back launches 64 x 4,096 keys take 168.3 µs with PDL,
-# 129.3 without (benchmarks/results/session40/).
+# of 3,072 + 1,024 tokens (decode steps of 64 sequences at 3-4K keys: 256 programs), engine alone, alternating
+# (benchmarks/results/session40/): on one board this rule +1.6% / +1.5% (5,342.3 / 5,335.9 tok/s against 5,259.2 /
+# 5,254.8 with PDL), level with every attention launch's PDL off (5,328.5); on another, the attention launches' PDL
+# off +5.0% / +4.3% (5,423.5 / 5,396.9 against 5,167.2 / 5,172.2) and 7B nano256 level (15,040.8 / 15,027.9 against
+# 15,040.6 / 15,028.9). Back to back, 64 x 4,096 keys take 168.3 µs a launch with PDL, 129.3 without.
 DECODE_NO_PDL_PROGRAMS_PER_SM = 3
 
 
