@@ -7,13 +7,7 @@
 R=/tmp/s48c
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
-python3 - <<'PY'
-import json, random
-rng = random.Random(0)
-reqs = [dict(prompt_token_ids=[rng.randrange(100, 10000) for _ in range(3072)], max_tokens=1024) for _ in range(64)]
-json.dump(dict(name="long64", description="64 x 3,072 prompt tokens, 1,024 outputs each", requests=reqs),
-          open("/tmp/s48c/long64.json", "w"))
-PY
+python3 benchmarks/gpu/long_decode_workload.py /tmp/s48c/long64.json
 run() {  # tag, env...
   local tag=$1; shift
   env "$@" timeout 150 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/long64.json \

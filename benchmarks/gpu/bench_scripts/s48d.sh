@@ -6,13 +6,7 @@
 R=/tmp/s48d
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
-python3 - <<'PY'
-import json, random
-rng = random.Random(0)
-reqs = [dict(prompt_token_ids=[rng.randrange(100, 10000) for _ in range(3072)], max_tokens=1024) for _ in range(64)]
-json.dump(dict(name="long64", description="64 x 3,072 prompt tokens, 1,024 outputs each", requests=reqs),
-          open("/tmp/s48d/long64.json", "w"))
-PY
+python3 benchmarks/gpu/long_decode_workload.py /tmp/s48d/long64.json
 run() {  # workload, tag, env...
   local w=$1 tag=$2; shift 2
   env "$@" timeout 150 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $w \

@@ -8,13 +8,7 @@ mkdir -p $OUT/acc && mv $OUT/acceptance.tgz $OUT/acc/
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s48e
 mkdir -p $R
-python3 - <<'PY'
-import json, random
-rng = random.Random(0)
-reqs = [dict(prompt_token_ids=[rng.randrange(100, 10000) for _ in range(3072)], max_tokens=1024) for _ in range(64)]
-json.dump(dict(name="long64", description="64 x 3,072 prompt tokens, 1,024 outputs each", requests=reqs),
-          open("/tmp/s48e/long64.json", "w"))
-PY
+python3 benchmarks/gpu/long_decode_workload.py /tmp/s48e/long64.json
 run() {  # tag, env...
   local tag=$1; shift
   env "$@" timeout 150 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/long64.json \
