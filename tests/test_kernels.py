@@ -338,3 +338,27 @@ def test_prefill_attention_variants_benchmark_kernel(pack, contig):
         out = torch.full_like(c["q"], NAN)
         variants.v2_fn(c, out, 64, 32, 4, 2, pack, contig)()
         close(out, ref, dtype)
+
+
+@needs_triton
+@pytest.mark.parametrize("num_sms, splits, allowed", [(4, 1, False), (1, 1, True), (4, 3, True)])
+def test_attention_decode_asks_pdl_by_the_one_wave_rule(monkeypatch, num_sms, splits, allowed):
+    """The decode launch passes attention_config.attention_pdl's answer to pdl_args: an unsplit launch of (5
+    sequences x 2 KV heads =) 10 programs fits in one wave of 3 a SM on 4 SMs (PDL withheld) but not on 1 (kept); a
+    split launch keeps it. The output stays the reference's either way."""
+    attention_mod = importlib.import_module("tachyon.kernels.attention")
+    asked = []
+    real = attention_mod.pdl_args
+
+    def recording(device, allowed=True):
+        asked.append(allowed)
+        return real(device, allowed)
+
+    monkeypatch.delenv("TACHYON_ATTN_PDL", raising=False)
+    monkeypatch.setattr(attention_mod, "pdl_args", recording)
+    monkeypatch.setattr(attention_mod, "sm_count", lambda device: num_sms)
+    gen = torch.Generator().manual_seed(5)
+    q, cache, meta, _ = make_batch(DECODE, 4, 2, 32, 16, torch.float32, gen)
+    out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
+    close(out, K.attention_ref(q, cache, **meta), torch.float32)
+    assert asked[0] is allowed

@@ -56,13 +56,13 @@ def sm_count(device: torch.device) -> int:
 _PDL_CAPABLE: dict[int, bool] = {}
 
 
-def pdl_args(device: torch.device) -> dict:
+def pdl_args(device: torch.device, allowed: bool = True) -> dict:
     """Launch arguments for a kernel taking a `PDL: tl.constexpr`: programmatic dependent launch on
     sm_90+ GPUs (the kernel may start while its predecessor in the stream finishes; it calls pdl_wait
-    before reading anything a predecessor writes, and writes nothing before that), unless
-    TACHYON_PDL=0 (read at every launch: a CUDA graph keeps what was in force at capture). CPU (the
-    interpreter) never uses it."""
-    if device.type != "cuda" or not HAS_GDC or os.environ.get("TACHYON_PDL", "1") == "0":
+    before reading anything a predecessor writes, and writes nothing before that), unless the caller's
+    launch policy says not (`allowed` False, e.g. attention_config.attention_pdl) or TACHYON_PDL=0 (read at
+    every launch: a CUDA graph keeps what was in force at capture). CPU (the interpreter) never uses it."""
+    if not allowed or device.type != "cuda" or not HAS_GDC or os.environ.get("TACHYON_PDL", "1") == "0":
         return {"PDL": False}
     idx = device.index if device.index is not None else torch.cuda.current_device()
     if idx not in _PDL_CAPABLE:

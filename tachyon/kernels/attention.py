@@ -334,14 +334,12 @@ def attention_triton(
     if B == 0 or T == 0:
         return out
     prec = "ieee" if q.dtype == torch.float32 else "tf32"
-    pdl = pdl_args(q.device)
     BLOCK_D = max(16, next_pow2(D))
     cache_strides = (kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
     cfg_key = "fp32" if q.dtype == torch.float32 else "bf16"
     if max_query_len == 1:
         plan = plan_splits(B, Hq, Hkv, D, max_seq_len, num_kv_splits, out, fused=False)
-        if not attention_pdl(B * Hkv if plan.splits == 1 else None, sm_count(q.device)):
-            pdl = {"PDL": False}
+        pdl = pdl_args(q.device, attention_pdl(B * Hkv if plan.splits == 1 else None, sm_count(q.device)))
         cfg = decode_config(cfg_key, plan.splits > 1)
         align = decode_split_align(cfg["BLOCK_N"])
         ordered = decode_order is not None
@@ -363,6 +361,6 @@ def attention_triton(
         q, kv_cache, out, query_start_loc, seq_lens, block_tables, scale * LOG2E,
         q.stride(0), q.stride(1), out.stride(0), out.stride(1), *cache_strides, block_tables.stride(0),
         G=G, D=D, PAGE=page, BLOCK_Q=BLOCK_Q, BLOCK_G=BLOCK_G, BLOCK_N=cfg["BLOCK_N"], BLOCK_D=BLOCK_D,
-        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl,
+        PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **pdl_args(q.device),
     )
     return out
