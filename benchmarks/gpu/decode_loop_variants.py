@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
+from benchmarks.gpu.mixed_attn_tiles import shuffled_block_tables  # noqa: E402
 from benchmarks.gpu.prefill_attn_sweep import time_call  # noqa: E402
 from tachyon import kernels  # noqa: E402
 from tachyon.kernels._triton import tl, triton  # noqa: E402
@@ -119,18 +120,12 @@ def decode_variant(q, cache, seq_lens, tables, order, scale, out, variant: int, 
 def batch(lens: list[int], Hq: int = 28, Hkv: int = 4, D: int = 128, page: int = 16, seed: int = 0) -> dict:
     """A decode batch on the GPU (bf16): one query per sequence, every sequence's keys in shuffled cache blocks."""
     gen = torch.Generator().manual_seed(seed)
-    blocks = [-(-s // page) for s in lens]
-    perm = torch.randperm(sum(blocks), generator=gen)
-    tables = torch.zeros(len(lens), max(blocks), dtype=torch.int32)
-    used = 0
-    for i, nb in enumerate(blocks):
-        tables[i, :nb] = perm[used:used + nb].to(torch.int32)
-        used += nb
+    tables, nblk = shuffled_block_tables(lens, page, gen)
     dev = torch.device("cuda")
     seq_lens = torch.tensor(lens, dtype=torch.int32)
     return dict(
         q=torch.randn(len(lens), Hq, D, generator=gen).to(torch.bfloat16).to(dev),
-        cache=(torch.randn(2, sum(blocks), page, Hkv, D, generator=gen) * 0.5).to(torch.bfloat16).to(dev),
+        cache=(torch.randn(2, nblk, page, Hkv, D, generator=gen) * 0.5).to(torch.bfloat16).to(dev),
         seq_lens=seq_lens.to(dev), tables=tables.to(dev), qsl=torch.arange(len(lens) + 1, dtype=torch.int32).to(dev),
         order=torch.argsort(-seq_lens, stable=True).to(torch.int32).to(dev), scale=D ** -0.5, max_len=max(lens),
         kv_bytes=sum(lens) * 2 * Hkv * D * 2)

@@ -33,6 +33,20 @@ from tachyon import kernels  # noqa: E402
 from tachyon.kernels import attention_config  # noqa: E402
 
 
+def shuffled_block_tables(lens: list[int], page: int, gen: torch.Generator) -> tuple[torch.Tensor, int]:
+    """Block tables (int32 [len(lens), most blocks], CPU) giving each sequence of lens[i] keys its own cache blocks,
+    drawn in a shuffled order from a cache of the returned block count (one spare block)."""
+    blocks = [-(-n // page) for n in lens]
+    nblk = sum(blocks) + 1
+    perm = torch.randperm(nblk, generator=gen)
+    tables = torch.zeros(len(lens), max(blocks), dtype=torch.int32)
+    used = 0
+    for i, nb in enumerate(blocks):
+        tables[i, :nb] = perm[used:used + nb].to(torch.int32)
+        used += nb
+    return tables, nblk
+
+
 def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket: int, lo: int, hi: int,
           Hq: int = 28, Hkv: int = 4, D: int = 128, page: int = 16, seed: int = 0) -> dict:
     """A mixed step's tensors on the GPU (bf16): q over t = bucket + chunk_bucket rows, a paged cache holding every
@@ -42,15 +56,8 @@ def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket
     gen = torch.Generator().manual_seed(seed)
     ctx = [rng.randint(lo, hi) for _ in range(decodes)]
     lens = ctx + [c + n for c, n in chunks]
-    blocks = [-(-s // page) for s in lens]
-    nblk = sum(blocks) + 1
-    perm = torch.randperm(nblk, generator=gen)
-    max_blk = max(blocks)
-    tables = torch.zeros(len(lens), max_blk, dtype=torch.int32)
-    used = 0
-    for i, nb in enumerate(blocks):
-        tables[i, :nb] = perm[used:used + nb].to(torch.int32)
-        used += nb
+    tables, nblk = shuffled_block_tables(lens, page, gen)
+    max_blk = tables.shape[1]
     t = bucket + chunk_bucket
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     cache = (torch.randn(2, nblk, page, Hkv, D, generator=gen) * 0.5).to(torch.bfloat16)
@@ -112,6 +119,17 @@ def runner(form: str, s: dict, out: torch.Tensor):
         decode_order=order)
 
 
+def measure(form: str, s: dict, ref: torch.Tensor, rows: int) -> dict:
+    """One form timed (time_graph) with its first `rows` output rows against `ref`'s; a form Triton cannot build
+    (shared memory) is a result, not a crash."""
+    out = torch.zeros_like(s["q"])
+    try:
+        us = time_graph(runner(form, s, out))
+        return dict(us=round(us, 2), max_abs_diff=(out[:rows].float() - ref[:rows].float()).abs().max().item())
+    except Exception as e:  # noqa: BLE001 - reported in the results
+        return dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+
+
 def time_graph(fn, layers: int = 28, reps: int = 60) -> float:
     """µs per call: fn captured `layers` times in one CUDA graph, replayed `reps` times; median of 3 such graphs
     (prefill_attn_sweep.time_call)."""
@@ -149,15 +167,8 @@ def main() -> None:
                 os.environ["TACHYON_MIXED_CHUNK_TILE"] = tile
             else:
                 os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
-            out = torch.zeros_like(s["q"])
-            fn = runner("mixed" if form in ("default", "tile") else form, s, out)
-            try:
-                us = time_graph(fn)
-                n = decodes if form.startswith("decode_") else rows
-                err = (out[:n].float() - ref[:n].float()).abs().max().item()
-                row["forms"][tile or form] = dict(us=round(us, 2), max_abs_diff=err)
-            except Exception as e:  # a tile Triton cannot build (shared memory) is a result, not a crash
-                row["forms"][tile or form] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+            row["forms"][tile or form] = measure("mixed" if form in ("default", "tile") else form, s, ref,
+                                                 decodes if form.startswith("decode_") else rows)
             print(spec, tile or form, row["forms"][tile or form], flush=True)
         os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
         for bn in [int(v) for v in args.decode_tiles.split(",") if v]:
@@ -172,14 +183,7 @@ def main() -> None:
                     os.environ["TACHYON_PREFILL_TILE"] = "{BLOCK_M}:{BLOCK_N}:{num_warps}:{num_stages}".format(
                         **attention_config.mixed_chunk_config("bf16"))
                 name = f"{form}@{bn}" + (f"/{tile}" if tile else "")
-                out = torch.zeros_like(s["q"])
-                try:
-                    us = time_graph(runner(form, s, out))
-                    n = decodes if form.startswith("decode_") else rows
-                    err = (out[:n].float() - ref[:n].float()).abs().max().item()
-                    row["forms"][name] = dict(us=round(us, 2), max_abs_diff=err)
-                except Exception as e:  # a variant Triton cannot build is a result, not a crash
-                    row["forms"][name] = dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+                row["forms"][name] = measure(form, s, ref, decodes if form.startswith("decode_") else rows)
                 print(spec, name, row["forms"][name], flush=True)
                 os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
                 os.environ.pop("TACHYON_PREFILL_TILE", None)
