@@ -86,7 +86,8 @@ class _Compile:
                 # the variant's tensor dtypes in the registers report: which variant spills (e.g. fp32 against bf16)
                 kinds = "/".join(dict.fromkeys(t[1:] for t in sig.values() if t.startswith("*")))
                 name = f"{fn.__name__} [{kinds}]" if self.registers else fn.__name__
-                RESULTS.append((name, True, _ptxas_usage(k.asm["ptx"], self.arch) if self.registers else ""))
+                usage = f"{_ptxas_usage(k.asm['ptx'], self.arch)}, {k.metadata.shared} B shared"
+                RESULTS.append((name, True, usage if self.registers else ""))
             except Exception as e:  # noqa: BLE001 - reported below
                 traceback.print_exc()
                 RESULTS.append((fn.__name__, False, repr(e)[:300]))
@@ -194,14 +195,14 @@ def main() -> None:
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--no-pdl", action="store_true", help="compile without programmatic dependent launch")
     ap.add_argument("--registers", action="store_true",
-                    help="also print each variant's registers and spills (ptxas -v; pointers and ints divisible by 16 "
-                         "specialised as the JIT does)")
+                    help="also print each variant's registers, spills (ptxas -v) and shared memory (pointers and "
+                         "ints divisible by 16 specialised as the JIT does)")
     args = ap.parse_args()
     pdl = {"PDL": False} if args.no_pdl or args.arch < 90 else {"PDL": True, "launch_pdl": True}
     for name in MODULES:
         mod = importlib.import_module(f"tachyon.kernels.{name}")
         if hasattr(mod, "pdl_args"):  # meta tensors: launch as on a GPU of this arch
-            mod.pdl_args = lambda device, pdl=pdl: dict(pdl)
+            mod.pdl_args = lambda device, allowed=True, pdl=pdl: dict(pdl) if allowed else {"PDL": False}
         for attr in dir(mod):
             obj = getattr(mod, attr)
             if isinstance(obj, triton.runtime.jit.JITFunction) and attr.endswith("_kernel"):
