@@ -23,6 +23,5 @@ for i in 1 2; do
     run $w rule$i TACHYON_UNUSED=1
     run $w on$i TACHYON_ATTN_PDL=1
   done
-  tar czf $OUT/s49a.tgz -C $R --exclude '*[0-9].json' .
+  tar czf $OUT/s49a.tgz -C $R --exclude short96.json --exclude short48.json .
 done
-tar czf $OUT/s49a.tgz -C $R --exclude 'short96.json' --exclude 'short48.json' .
