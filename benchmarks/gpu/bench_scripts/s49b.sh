@@ -1,0 +1,25 @@
+# Stop 49, second call: s49a found the one-wave rule -0.3% on short96 (96 x 256 + 512: 384 programs, 2.9 a SM) and
+# +0.5% on short48 (192 programs). Is it the program count or the short contexts? TACHYON_ATTN_PDL=1 here is what a
+# threshold of 2 programs a SM would do to these workloads' decode steps. Engine alone, --repeats 3 a process,
+# alternating the rule and TACHYON_ATTN_PDL=1 twice on long96 (96 x 2,048 + 512: 384 programs over 2-2.5K keys) and
+# short64 (64 x 256 + 512: 256 programs). ~5 minutes on a cold machine. Usage (device, repo root; carry .whl):
+#   TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s49b.sh
+. benchmarks/gpu/bench_scripts/env.sh
+R=/tmp/s49b
+mkdir -p $R
+nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
+python3 benchmarks/gpu/long_decode_workload.py $R/long96.json --requests 96 --prompt 2048 --outputs 512
+python3 benchmarks/gpu/long_decode_workload.py $R/short64.json --requests 64 --prompt 256 --outputs 512
+run() {  # workload, tag, env...
+  local w=$1 tag=$2; shift 2
+  env "$@" timeout 120 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/$w.json \
+    --repeats 3 --warmup-max-tokens 16 --output $R/${w}_$tag.json 2>&1 | f | grep "^| tachyon\|Error" \
+    | sed "s/^/$w $tag /"
+}
+for i in 1 2; do
+  for w in long96 short64; do
+    run $w rule$i TACHYON_UNUSED=1
+    run $w on$i TACHYON_ATTN_PDL=1
+  done
+  tar czf $OUT/s49b.tgz -C $R --exclude long96.json --exclude short64.json .
+done
