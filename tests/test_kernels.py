@@ -341,11 +341,11 @@ def test_prefill_attention_variants_benchmark_kernel(pack, contig):
 
 
 @needs_triton
-@pytest.mark.parametrize("num_sms, splits, allowed", [(4, 1, False), (1, 1, True), (4, 3, True)])
+@pytest.mark.parametrize("num_sms, splits, allowed", [(5, 1, False), (4, 1, True), (5, 3, True)])
 def test_attention_decode_asks_pdl_by_the_one_wave_rule(monkeypatch, num_sms, splits, allowed):
     """The decode launch passes attention_config.attention_pdl's answer to pdl_args: an unsplit launch of (5
-    sequences x 2 KV heads =) 10 programs fits in one wave of 3 a SM on 4 SMs (PDL withheld) but not on 1 (kept); a
-    split launch keeps it. The output stays the reference's either way."""
+    sequences x 2 KV heads =) 10 programs is at most DECODE_NO_PDL_PROGRAMS_PER_SM (2) a SM on 5 SMs (PDL withheld)
+    but not on 4 (kept); a split launch keeps it. The output stays the reference's either way."""
     attention_mod = importlib.import_module("tachyon.kernels.attention")
     asked = []
     real = attention_mod.pdl_args

@@ -116,15 +116,16 @@ def mixed_chunk_config(key: str) -> dict:
     return PREFILL_CONFIG_FP32 if key == "fp32" else MIXED_CHUNK_CONFIG_BF16
 
 
-# An unsplit decode launch whose (sequence, KV head) programs fit in one wave of this many a SM (the decode kernel's
-# occupancy at 168 registers) launches without PDL: launched early, its programs become resident while the kernel
-# before runs, on whichever SMs have room, and a one-wave launch cannot rebalance them. H200, Qwen2.5-7B, 64 requests
-# of 3,072 + 1,024 tokens (decode steps of 64 sequences at 3-4K keys: 256 programs), engine alone, alternating
-# (benchmarks/results/session40/): on one board this rule +1.6% / +1.5% (5,342.3 / 5,335.9 tok/s against 5,259.2 /
-# 5,254.8 with PDL), level with every attention launch's PDL off (5,328.5); on another, the attention launches' PDL
-# off +5.0% / +4.3% (5,423.5 / 5,396.9 against 5,167.2 / 5,172.2) and 7B nano256 level (15,040.8 / 15,027.9 against
-# 15,040.6 / 15,028.9). Back to back, 64 x 4,096 keys take 168.3 µs a launch with PDL, 129.3 without.
-DECODE_NO_PDL_PROGRAMS_PER_SM = 3
+# An unsplit decode launch of at most this many (sequence, KV head) programs a SM launches without PDL: launched
+# early, its programs become resident while the kernel before runs, on whichever SMs have room, and a launch under one
+# wave (the decode kernel fits 3 a SM at 168 registers) cannot rebalance them; near a full wave every SM must take its
+# share anyway, and PDL's hidden launch gap wins. H200, Qwen2.5-7B, engine alone, alternating, TPOT of the rule
+# against PDL: 64 sequences of 3-4K keys (256 programs) +1.5% / +1.6% output tok/s (5,342.3 / 5,335.9 against 5,259.2
+# / 5,254.8; benchmarks/results/session40/), 64 and 48 sequences of 256-768 keys (256, 192 programs) 0.6-0.7% lower
+# TPOT (session41/); at 96 sequences (384 programs, 2.9 a SM) withholding it raised TPOT 0.3% over 256-768 keys and
+# was level over 2-2.5K keys (session41/), hence 2 a SM, not the occupancy's 3. 7B nano256 is level either way. Back
+# to back, 64 x 4,096 keys take 168.3 µs a launch with PDL, 129.3 without.
+DECODE_NO_PDL_PROGRAMS_PER_SM = 2
 
 
 def attention_pdl(programs: int | None = None, num_sms: int = 0) -> bool:
