@@ -10,18 +10,13 @@ mkdir -p $OUT/acc && mv $OUT/acceptance.tgz $OUT/acc/
 R=/tmp/s49a
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
-python3 benchmarks/gpu/long_decode_workload.py $R/short96.json --requests 96 --prompt 256 --outputs 512
-python3 benchmarks/gpu/long_decode_workload.py $R/short48.json --requests 48 --prompt 512 --outputs 512
-run() {  # workload, tag, env...
-  local w=$1 tag=$2; shift 2
-  env "$@" timeout 120 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/$w.json \
-    --repeats 3 --warmup-max-tokens 16 --output $R/${w}_$tag.json 2>&1 | f | grep "^| tachyon\|Error" \
-    | sed "s/^/$w $tag /"
-}
+. benchmarks/gpu/bench_scripts/engine_ab_lib.sh
+synth short96 96 256 512
+synth short48 48 512 512
 for i in 1 2; do
   for w in short96 short48; do
-    run $w rule$i TACHYON_UNUSED=1
-    run $w on$i TACHYON_ATTN_PDL=1
+    run_alone $w rule$i TACHYON_UNUSED=1
+    run_alone $w on$i TACHYON_ATTN_PDL=1
   done
   tar czf $OUT/s49a.tgz -C $R --exclude short96.json --exclude short48.json .
 done

@@ -8,18 +8,13 @@
 R=/tmp/s49b
 mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $R/gpu.txt
-python3 benchmarks/gpu/long_decode_workload.py $R/long96.json --requests 96 --prompt 2048 --outputs 512
-python3 benchmarks/gpu/long_decode_workload.py $R/short64.json --requests 64 --prompt 256 --outputs 512
-run() {  # workload, tag, env...
-  local w=$1 tag=$2; shift 2
-  env "$@" timeout 120 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/$w.json \
-    --repeats 3 --warmup-max-tokens 16 --output $R/${w}_$tag.json 2>&1 | f | grep "^| tachyon\|Error" \
-    | sed "s/^/$w $tag /"
-}
+. benchmarks/gpu/bench_scripts/engine_ab_lib.sh
+synth long96 96 2048 512
+synth short64 64 256 512
 for i in 1 2; do
   for w in long96 short64; do
-    run $w rule$i TACHYON_UNUSED=1
-    run $w on$i TACHYON_ATTN_PDL=1
+    run_alone $w rule$i TACHYON_UNUSED=1
+    run_alone $w on$i TACHYON_ATTN_PDL=1
   done
   tar czf $OUT/s49b.tgz -C $R --exclude long96.json --exclude short64.json .
 done

@@ -7,10 +7,10 @@ mkdir -p $OUT/acc && mv $OUT/acceptance.tgz $OUT/acc/
 . benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/s49c
 mkdir -p $R
-python3 benchmarks/gpu/long_decode_workload.py $R/short96.json --requests 96 --prompt 256 --outputs 512
-python3 benchmarks/gpu/long_decode_workload.py $R/short64.json --requests 64 --prompt 256 --outputs 512
+. benchmarks/gpu/bench_scripts/engine_ab_lib.sh
+synth short96 96 256 512
+synth short64 64 256 512
 for w in short96 short64; do
-  timeout 100 $B bench offline --backend tachyon --model qwen2.5-7b --dummy --workload $R/$w.json --repeats 3 \
-    --warmup-max-tokens 16 --output $R/${w}_rule2.json 2>&1 | f | grep "^| tachyon\|Error" | sed "s/^/$w rule2 /"
+  run_alone $w rule2 TACHYON_UNUSED=1
 done
 tar czf $OUT/s49c.tgz -C $R --exclude short96.json --exclude short64.json .
