@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import openai
 import pytest
 
 from tests.serving.harness import MAX_MODEL_LEN, REAL_ENGINE, main_server
@@ -202,6 +203,31 @@ def test_unknown_fields_ignored_and_temperature_zero_greedy(client):
         extra_body={"ignore_eos": True, "frobnicate": {"x": 1}, "logit_bias": None},
     )
     assert client.completions.create(**kw).choices[0].text == client.completions.create(**kw).choices[0].text
+
+
+def test_unimplemented_constraints_refused_and_their_no_op_forms_served(client):
+    """A JSON response format or tools through the official client: 400 naming the field (the server does not
+    constrain output, so ignoring them would return text the caller did not ask for). Their no-op forms generate
+    what the plain request does."""
+
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model="tiny", messages=MSGS, max_tokens=4, response_format={"type": "json_object"}
+        )
+    assert e.value.body["param"] == "response_format"
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny", messages=MSGS, max_tokens=4, tools=[tool])
+    assert e.value.body["param"] == "tools"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="tiny", prompt=PROMPT, max_tokens=4, logit_bias={"50": 100})
+    assert e.value.body["param"] == "logit_bias"
+    plain = dict(model="tiny", messages=MSGS, max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
+    want = client.chat.completions.create(**plain).choices[0].message.content
+    got = client.chat.completions.create(
+        **plain, response_format={"type": "text"}, logit_bias={}, tool_choice="none"
+    ).choices[0].message.content
+    assert got == want
 
 
 def test_models_tokenize_detokenize(server, client):

@@ -64,6 +64,20 @@ BAD = [
     ("prompt over context", COMP, {"model": "tiny", "prompt": [5] * 600}, None, 400),
     ("bad role", CHAT, {"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}, None, 400),
 ]
+# Constraints the server does not implement: refused by name, never ignored (params.refuse_unimplemented).
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+UNIMPLEMENTED = [
+    ("logit_bias", COMP, {"prompt": "hi", "logit_bias": {"50": 100}}),
+    ("response_format", CHAT, {"messages": MSGS, "response_format": {"type": "json_object"}}),
+    ("response_format", CHAT, {"messages": MSGS, "response_format": {"type": "json_schema", "json_schema": {}}}),
+    ("guided_json", COMP, {"prompt": "hi", "guided_json": {"type": "object"}}),
+    ("guided_choice", CHAT, {"messages": MSGS, "guided_choice": ["yes", "no"]}),
+    ("tools", CHAT, {"messages": MSGS, "tools": [TOOL]}),
+    ("tool_choice", CHAT, {"messages": MSGS, "tool_choice": "required"}),
+    ("functions", CHAT, {"messages": MSGS, "functions": [TOOL["function"]]}),
+    ("function_call", CHAT, {"messages": MSGS, "function_call": {"name": "f"}}),
+]
+BAD += [(f"unimplemented {f}", path, {"model": "tiny", **body}, None, 400) for f, path, body in UNIMPLEMENTED]
 
 
 @pytest.mark.parametrize("name,path,body,raw,status", BAD, ids=[b[0] for b in BAD])
@@ -77,6 +91,9 @@ def test_bad_input(server, name, path, body, raw, status):
         assert err["code"] == "context_length_exceeded" and "512" in err["message"]
     elif name.startswith("n "):
         assert err["param"] == "n" and "16" in err["message"]
+    elif name.startswith("unimplemented "):
+        field = name.split(" ", 1)[1]
+        assert err["param"] == field and field in err["message"] and "not supported" in err["message"]
 
 
 def test_auth(server):

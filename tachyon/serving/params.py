@@ -54,6 +54,33 @@ def check_logprobs(value: int | None, name: str, cfg: ServerConfig) -> None:
         raise bad_request(f"{name} must be between 0 and {cfg.max_logprobs}, got {value}", name)
 
 
+_NO_TOOL_CHOICE = (None, "none", "auto")
+_GUIDED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs")
+
+
+def refuse_unimplemented(req: ChatCompletionRequest | CompletionRequest) -> None:
+    """400 naming the field for a request that asks to constrain the output in a way the server does not implement
+    (a per-token logit bias, a JSON / schema response format, tool or function calling, vLLM's guided decoding):
+    unconstrained text in their place would be a silent wrong answer. Their no-op forms pass: null, an empty
+    logit_bias / tools / functions, response_format {"type": "text"}, tool_choice / function_call "none" or "auto"
+    with no tools or functions."""
+    if req.logit_bias:
+        raise bad_request("logit_bias is not supported (the sampler applies no per-token bias); omit it or send {}",
+                          "logit_bias")
+    if req.response_format is not None and req.response_format.get("type", "text") != "text":
+        kind = str(req.response_format.get("type"))[:40]
+        raise bad_request(f"response_format type {kind!r} is not supported (no constrained decoding); only 'text' is",
+                          "response_format")
+    for name in _GUIDED:
+        if getattr(req, name) is not None:
+            raise bad_request(f"{name} is not supported (no constrained decoding)", name)
+    for name, choice in (("tools", "tool_choice"), ("functions", "function_call")):
+        if getattr(req, name, None):
+            raise bad_request(f"{name}: function calling is not supported; omit {name}", name)
+        if getattr(req, choice, None) not in _NO_TOOL_CHOICE:
+            raise bad_request(f"{choice} must be 'none' or 'auto' (function calling is not supported)", choice)
+
+
 def build_params(
     req: ChatCompletionRequest | CompletionRequest,
     cfg: ServerConfig,
@@ -62,6 +89,9 @@ def build_params(
     logprobs: int | None,
     prompt_logprobs: int | None = None,
 ) -> SamplingParams:
+    """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits or a
+    constraint the server does not implement (refuse_unimplemented)."""
+    refuse_unimplemented(req)
     if req.seed is not None and not _SEED_MIN <= req.seed <= _SEED_MAX:
         raise bad_request("seed must fit in 64 bits", "seed")
     if req.stop_token_ids is not None and len(req.stop_token_ids) > 64:

@@ -1,4 +1,6 @@
-"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected.
+"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; the known fields
+that would constrain the output in ways the server does not implement (logit_bias, response_format, tools,
+structured outputs) are parsed so that `params.refuse_unimplemented` can refuse them by name.
 
 Only shapes and types are checked here; limits that depend on the model or the server's caps
 (context length, n, logprobs, stop) are checked in `params.py` with messages naming the limit.
@@ -57,6 +59,14 @@ class _SamplingFields(_Body):
     user: str | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
+    # Not implemented; their no-op forms pass (params.refuse_unimplemented).
+    logit_bias: dict[str, Finite] | None = None
+    response_format: dict[str, Any] | None = None
+    guided_json: Any = None
+    guided_regex: Any = None
+    guided_choice: Any = None
+    guided_grammar: Any = None
+    structured_outputs: Any = None
 
 
 class ChatCompletionRequest(_SamplingFields):
@@ -67,6 +77,11 @@ class ChatCompletionRequest(_SamplingFields):
     add_generation_prompt: bool = True
     continue_final_message: bool = False
     chat_template_kwargs: dict[str, Any] | None = None
+    # Not implemented; their no-op forms pass (params.refuse_unimplemented).
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    functions: list[dict[str, Any]] | None = None
+    function_call: str | dict[str, Any] | None = None
 
 
 PromptInput = str | list[str] | list[TokenId] | list[list[TokenId]]
