@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 
 MAX_LOGPROBS = 20
+MAX_LOGIT_BIAS = 300  # entries in one request's logit_bias (OpenAI's limit)
+MAX_LOGIT_BIAS_VALUE = 100.0  # |bias| (OpenAI's range)
 
 
 def _check_finite(name: str, value: float) -> None:
@@ -40,6 +42,9 @@ class SamplingParams:
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
     detokenize: bool = True
+    # token id -> value added to that token's logit before penalties, temperature and the filters (OpenAI's
+    # logit_bias). Logprobs stay those of the raw model distribution.
+    logit_bias: dict[int, float] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -48,6 +53,7 @@ class SamplingParams:
         self.stop_token_ids = list(self.stop_token_ids or [])
         if self.top_k == -1:
             self.top_k = 0
+        self.logit_bias = dict(self.logit_bias) if self.logit_bias else None
         self._validate()
 
     def _validate(self) -> None:
@@ -89,6 +95,16 @@ class SamplingParams:
         for t in self.stop_token_ids:
             if not isinstance(t, int) or t < 0:
                 raise ValueError(f"stop_token_ids must hold non-negative integers, got {t!r}")
+        if self.logit_bias:
+            if len(self.logit_bias) > MAX_LOGIT_BIAS:
+                raise ValueError(f"logit_bias must hold at most {MAX_LOGIT_BIAS} entries, got {len(self.logit_bias)}")
+            for t, v in self.logit_bias.items():
+                if not isinstance(t, int) or isinstance(t, bool) or t < 0:
+                    raise ValueError(f"logit_bias keys must be non-negative token ids, got {t!r}")
+                _check_finite("logit_bias", v)
+                if abs(v) > MAX_LOGIT_BIAS_VALUE:
+                    raise ValueError(f"logit_bias values must be in [-{MAX_LOGIT_BIAS_VALUE:g}, "
+                                     f"{MAX_LOGIT_BIAS_VALUE:g}], got {v} for token {t}")
 
     @property
     def greedy(self) -> bool:

@@ -67,7 +67,6 @@ BAD = [
 # Constraints the server does not implement: refused by name, never ignored (params.refuse_unimplemented).
 TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
 UNIMPLEMENTED = [
-    ("logit_bias", COMP, {"prompt": "hi", "logit_bias": {"50": 100}}),
     ("response_format", CHAT, {"messages": MSGS, "response_format": {"type": "json_object"}}),
     ("response_format", CHAT, {"messages": MSGS, "response_format": {"type": "json_schema", "json_schema": {}}}),
     ("guided_json", COMP, {"prompt": "hi", "guided_json": {"type": "object"}}),
@@ -78,6 +77,18 @@ UNIMPLEMENTED = [
     ("function_call", CHAT, {"messages": MSGS, "function_call": {"name": "f"}}),
 ]
 BAD += [(f"unimplemented {f}", path, {"model": "tiny", **body}, None, 400) for f, path, body in UNIMPLEMENTED]
+BAD += [
+    (f"logit_bias {name}", COMP, {"model": "tiny", "prompt": "hi", "logit_bias": bias}, None, 400)
+    for name, bias in [
+        ("key not an id", {"x1": 1}),
+        ("key superscript digit", {"\u00b2": 1}),
+        ("key 5000 digits", {"9" * 5000: 1}),
+        ("id past vocab", {"10000000": 1}),
+        ("value 101", {"5": 101}),
+        ("value not a number", {"5": "up"}),
+        ("301 entries", {str(i): 1 for i in range(301)}),
+    ]
+]
 
 
 @pytest.mark.parametrize("name,path,body,raw,status", BAD, ids=[b[0] for b in BAD])
@@ -91,6 +102,8 @@ def test_bad_input(server, name, path, body, raw, status):
         assert err["code"] == "context_length_exceeded" and "512" in err["message"]
     elif name.startswith("n "):
         assert err["param"] == "n" and "16" in err["message"]
+    elif name.startswith("logit_bias "):
+        assert err["param"].startswith("logit_bias") and "logit_bias" in err["message"]
     elif name.startswith("unimplemented "):
         field = name.split(" ", 1)[1]
         assert err["param"] == field and field in err["message"] and "not supported" in err["message"]

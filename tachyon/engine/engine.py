@@ -177,6 +177,9 @@ class LLMEngine:
         if min(ids) < 0 or max(ids) >= self.spec.vocab_size:
             raise ValueError(f"prompt token ids must be in [0, {self.spec.vocab_size}), "
                              f"got {min(ids)}..{max(ids)}")
+        if params.logit_bias and max(params.logit_bias) >= self.spec.vocab_size:
+            raise ValueError(f"logit_bias: token id {max(params.logit_bias)} is out of range "
+                             f"[0, {self.spec.vocab_size})")
         if params.stop and self.tokenizer is None:
             raise ValueError("stop strings need a tokenizer; this model has none (use stop_token_ids)")
         with self._rng_lock:

@@ -2,8 +2,9 @@
 
 Contract: the token chosen for a row depends only on that row's logits, its params, its token
 history and (seed, step) — never on the rest of the batch — so seeded sampling is reproducible
-whatever else runs. Logprobs are those of the raw model distribution (log-softmax of the logits
-before penalties and temperature), as vLLM reports by default.
+whatever else runs. A row's logits get, in order: its logit_bias, its penalties, its min_tokens
+bans, then temperature and the filters. Logprobs are those of the raw model distribution
+(log-softmax of the logits before all of these), as vLLM reports by default.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ class SampleResult:
     token_ids: list[int]
     # per row: (sampled token logprob, its rank, top-k ids, top-k logprobs) or None when not asked
     logprobs: list[tuple[float, int, list[int], list[float]] | None]
+
+
+def apply_logit_bias(logits: torch.Tensor, bias: dict[int, float]) -> None:
+    """Add each token's bias to one row's logits (in place); ids are checked against the vocabulary on admission."""
+    ids = torch.tensor(list(bias), dtype=torch.long, device=logits.device)
+    logits.index_add_(0, ids, torch.tensor(list(bias.values()), dtype=logits.dtype, device=logits.device))
 
 
 def apply_penalties(logits: torch.Tensor, req: Request) -> torch.Tensor:
@@ -82,19 +89,21 @@ def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> 
 
 
 class Sampler:
-    """Penalties and min_tokens bans are applied per row here; the draw itself is `kernels.sample`
+    """Logit biases, penalties and min_tokens bans are applied per row here; the draw itself is `kernels.sample`
     (Triton on GPU, its torch reference on CPU), so both paths share one definition of the filters."""
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
-        used unless a row needs penalties or min_tokens bans, which change the distribution."""
+        used unless a row needs a logit bias, penalties or min_tokens bans, which change the distribution."""
         raw = logits
         logits = logits.float()
-        special = [i for i, r in enumerate(reqs) if _has_penalty(r) or r.num_output_tokens < r.params.min_tokens]
+        special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
         if special:
             logits = logits.clone()
             for i in special:
                 r = reqs[i]
+                if r.params.logit_bias:
+                    apply_logit_bias(logits[i], r.params.logit_bias)
                 if _has_penalty(r):
                     apply_penalties(logits[i], r)
                 if r.num_output_tokens < r.params.min_tokens:
@@ -115,6 +124,12 @@ class Sampler:
                 kk = reqs[i].params.logprobs
                 logprobs[i] = (row[0], row[1], row[2][:kk], row[3][:kk])
         return SampleResult(tokens, logprobs)
+
+
+def needs_host_logits(r: Request) -> bool:
+    """Whether this row's next draw changes its logits first (logit bias, penalties, min_tokens bans), so a token
+    drawn from the raw logits inside a CUDA graph cannot stand."""
+    return bool(r.params.logit_bias) or _has_penalty(r) or r.num_output_tokens < r.params.min_tokens
 
 
 def _has_penalty(r: Request) -> bool:

@@ -60,13 +60,9 @@ _GUIDED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "st
 
 def refuse_unimplemented(req: ChatCompletionRequest | CompletionRequest) -> None:
     """400 naming the field for a request that asks to constrain the output in a way the server does not implement
-    (a per-token logit bias, a JSON / schema response format, tool or function calling, vLLM's guided decoding):
-    unconstrained text in their place would be a silent wrong answer. Their no-op forms pass: null, an empty
-    logit_bias / tools / functions, response_format {"type": "text"}, tool_choice / function_call "none" or "auto"
-    with no tools or functions."""
-    if req.logit_bias:
-        raise bad_request("logit_bias is not supported (the sampler applies no per-token bias); omit it or send {}",
-                          "logit_bias")
+    (a JSON / schema response format, tool or function calling, vLLM's guided decoding): unconstrained text in their
+    place would be a silent wrong answer. Their no-op forms pass: null, an empty tools / functions, response_format
+    {"type": "text"}, tool_choice / function_call "none" or "auto" with no tools or functions."""
     if req.response_format is not None and req.response_format.get("type", "text") != "text":
         kind = str(req.response_format.get("type"))[:40]
         raise bad_request(f"response_format type {kind!r} is not supported (no constrained decoding); only 'text' is",
@@ -81,17 +77,32 @@ def refuse_unimplemented(req: ChatCompletionRequest | CompletionRequest) -> None
             raise bad_request(f"{choice} must be 'none' or 'auto' (function calling is not supported)", choice)
 
 
+def parse_logit_bias(raw: dict[str, float] | None, vocab_size: int) -> dict[int, float] | None:
+    """OpenAI's logit_bias (token id strings -> bias) as SamplingParams takes it; 400 naming the field for a key that
+    is not a token id of this model. Counts and values are SamplingParams' limits (MAX_LOGIT_BIAS, +-100)."""
+    if not raw:
+        return None
+    bias = {}
+    for key, value in raw.items():
+        if not (key.isascii() and key.isdigit() and len(key) <= 10) or int(key) >= vocab_size:
+            raise bad_request(f"logit_bias: key {key[:20]!r} is not a token id in [0, {vocab_size})", "logit_bias")
+        bias[int(key)] = value
+    return bias
+
+
 def build_params(
     req: ChatCompletionRequest | CompletionRequest,
     cfg: ServerConfig,
     *,
     max_tokens: int,
     logprobs: int | None,
+    vocab_size: int,
     prompt_logprobs: int | None = None,
 ) -> SamplingParams:
     """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits or a
     constraint the server does not implement (refuse_unimplemented)."""
     refuse_unimplemented(req)
+    logit_bias = parse_logit_bias(req.logit_bias, vocab_size)
     if req.seed is not None and not _SEED_MIN <= req.seed <= _SEED_MAX:
         raise bad_request("seed must fit in 64 bits", "seed")
     if req.stop_token_ids is not None and len(req.stop_token_ids) > 64:
@@ -118,6 +129,7 @@ def build_params(
             logprobs=logprobs,
             prompt_logprobs=prompt_logprobs,
             skip_special_tokens=req.skip_special_tokens,
+            logit_bias=logit_bias,
         )
     except ValueError as e:
         msg = str(e)

@@ -1,6 +1,6 @@
 """Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; the known fields
-that would constrain the output in ways the server does not implement (logit_bias, response_format, tools,
-structured outputs) are parsed so that `params.refuse_unimplemented` can refuse them by name.
+that would constrain the output in ways the server does not implement (response_format, tools, structured
+outputs) are parsed so that `params.refuse_unimplemented` can refuse them by name.
 
 Only shapes and types are checked here; limits that depend on the model or the server's caps
 (context length, n, logprobs, stop) are checked in `params.py` with messages naming the limit.
@@ -59,8 +59,8 @@ class _SamplingFields(_Body):
     user: str | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
+    logit_bias: dict[str, Finite] | None = None  # token id string -> bias (params.parse_logit_bias)
     # Not implemented; their no-op forms pass (params.refuse_unimplemented).
-    logit_bias: dict[str, Finite] | None = None
     response_format: dict[str, Any] | None = None
     guided_json: Any = None
     guided_regex: Any = None

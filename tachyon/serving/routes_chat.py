@@ -49,7 +49,7 @@ async def _handle(call: Call) -> Response:
     requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
     max_tokens = resolve_max_tokens(requested, len(ids), model)
     top = (req.top_logprobs or 0) if req.logprobs else None
-    params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top)
+    params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top, vocab_size=model.vocab_size)
     rec.prompt_tokens = len(ids)
     if st.config.log_content:
         rec.content = {"prompt": [m.model_dump() for m in req.messages]}

@@ -101,7 +101,8 @@ async def _handle(call: Call) -> Response:
     if drop and longest + 1 > model.max_model_len:
         raise bad_request(f"prompt is longer than the model's context of {model.max_model_len} tokens", "prompt")
     prompt_lp = req.logprobs if (req.echo and req.logprobs is not None) else None
-    params = build_params(req, cfg, max_tokens=max_tokens, logprobs=req.logprobs, prompt_logprobs=prompt_lp)
+    params = build_params(req, cfg, max_tokens=max_tokens, logprobs=req.logprobs, vocab_size=model.vocab_size,
+                          prompt_logprobs=prompt_lp)
     rec.prompt_tokens = sum(len(p) for p in ids)
     if cfg.log_content:
         rec.content = {"prompt": texts}

@@ -43,10 +43,10 @@ def test_seeded_sampling_equals_synchronous_engine(pair):
 
 
 @pytest.mark.parametrize("kw", [dict(logprobs=2), dict(prompt_logprobs=1), dict(repetition_penalty=1.3),
-                                dict(min_tokens=2)])
+                                dict(min_tokens=2), dict(logit_bias={77: 100.0})])
 def test_host_side_sampling_runs_synchronously(pair, kw):
-    """Logprobs, prompt logprobs, penalties and min_tokens bans need the logits on the host: such a prefill is
-    not launched, and its tokens still equal the synchronous engine's."""
+    """Logprobs, prompt logprobs, logit biases, penalties and min_tokens bans need the logits on the host: such a
+    prefill is not launched, and its tokens still equal the synchronous engine's."""
     over, sync = pair
     prompts = _prompts(2, seed=2)
     sp = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True, **kw)

@@ -176,6 +176,42 @@ def test_repetition_penalty_matches_transformers(llm, tiny_llama):
     assert got != plain  # the penalty really changed this path (the tiny model repeats one token)
 
 
+def test_logit_bias_matches_transformers(llm, tiny_llama):
+    """Greedy decoding under logit_bias equals transformers' generate under the same single-token sequence_bias
+    (the `llm` fixture overlaps steps, so this also checks a biased row never takes a launched step's raw draw);
+    the bias really moves the path."""
+    p = _prompt(13)
+    plain = llm.generate([p], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True),
+                         use_tqdm=False)[0].outputs[0].token_ids
+    bias = {plain[0]: -8.0, 7: 1.5, 1000: 2.5}
+    ids = torch.tensor([p])
+    with torch.no_grad():
+        exp = hf_model(tiny_llama).generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                            max_new_tokens=10, pad_token_id=0,
+                                            sequence_bias=[[[t], b] for t, b in bias.items()])[0, len(p):].tolist()
+    got = llm.generate([p], SamplingParams(temperature=0, logit_bias=bias, max_tokens=10, ignore_eos=True),
+                       use_tqdm=False)[0].outputs[0].token_ids
+    assert got == exp
+    assert got != plain and got[0] != plain[0]
+
+
+def test_logit_bias_forces_sampled_tokens_and_keeps_raw_logprobs(llm, tiny_llama):
+    """+100 on one token makes every sampled token that one (temperature 1 with top-p and top-k), beside an
+    unbiased request in the same batch that is unaffected; the forced token's reported logprob is its unbiased
+    log-softmax (logprobs are the raw model's)."""
+    p, q = _prompt(14), _prompt(15)
+    forced = SamplingParams(temperature=1.0, top_p=0.9, top_k=50, seed=5, max_tokens=6, ignore_eos=True,
+                            logit_bias={321: 100.0}, logprobs=0)
+    other = SamplingParams(temperature=1.0, seed=6, max_tokens=6, ignore_eos=True)
+    alone = llm.generate([q], other, use_tqdm=False)[0].outputs[0].token_ids
+    outs = llm.generate([p, q], [forced, other], use_tqdm=False)
+    out = outs[0].outputs[0]
+    assert out.token_ids == [321] * 6
+    assert outs[1].outputs[0].token_ids == alone
+    raw = torch.log_softmax(hf_logits(hf_model(tiny_llama), p)[-1], dim=-1)[321].item()
+    assert abs(out.logprobs[0][321].logprob - raw) < 1e-4
+
+
 def test_presence_and_frequency_penalties_formula():
     from tachyon.engine.request import Request
     from tachyon.engine.sampler import apply_penalties

@@ -18,6 +18,11 @@ from tachyon import LLM, SamplingParams
     (dict(logprobs=21), r"logprobs.*20"),
     (dict(min_tokens=5, max_tokens=2), "min_tokens"),
     (dict(stop=[""]), "stop"),
+    (dict(logit_bias={-1: 1.0}), "logit_bias keys"),
+    (dict(logit_bias={True: 1.0}), "logit_bias keys"),
+    (dict(logit_bias={5: 100.5}), r"logit_bias values must be in \[-100, 100\]"),
+    (dict(logit_bias={5: float("inf")}), "logit_bias must be a finite number"),
+    (dict(logit_bias={i: 1.0 for i in range(301)}), "at most 300 entries"),
 ])
 def test_sampling_params_reject(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -33,6 +38,8 @@ def test_empty_and_too_long_prompts(llm):
         llm.generate([[5] * 300], use_tqdm=False)
     with pytest.raises(ValueError, match=r"token ids must be in \[0, 49152\)"):
         llm.generate([[5, 49152]], use_tqdm=False)
+    with pytest.raises(ValueError, match=r"logit_bias: token id 49152 is out of range \[0, 49152\)"):
+        llm.generate([[5, 6]], SamplingParams(logit_bias={3: 1.0, 49152: 1.0}), use_tqdm=False)
     assert not llm.engine.has_unfinished()
 
 
