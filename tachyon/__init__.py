@@ -1,8 +1,8 @@
 """Tachyon: a fast LLM inference engine and OpenAI-compatible server."""
 
-from tachyon.sampling import CompletionOutput, Logprob, RequestOutput, SamplingParams
+from tachyon.sampling import CompletionOutput, Logprob, RequestOutput, SamplingParams, StructuredOutputsParams
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "Logprob"]
+__all__ = ["LLM", "SamplingParams", "StructuredOutputsParams", "RequestOutput", "CompletionOutput", "Logprob"]
 __version__ = "0.1.0"
 
 

@@ -20,6 +20,36 @@ def _check_finite(name: str, value: float) -> None:
 
 
 @dataclass
+class StructuredOutputsParams:
+    """Constrain a request's output to a language (vLLM's `StructuredOutputsParams`); set exactly one of: `json` (a
+    JSON schema, as a dict or a JSON string), `json_object` (any JSON object), `regex`, `choice` (one of these
+    strings) or `grammar` (a Lark grammar). The engine compiles it with llguidance when the request is added; a
+    grammar it cannot compile raises ValueError there."""
+
+    json: dict | str | None = None
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
+    json_object: bool = False
+
+    def __post_init__(self) -> None:
+        given = [n for n in ("json", "regex", "choice", "grammar") if getattr(self, n) is not None]
+        given += ["json_object"] if self.json_object else []
+        if len(given) != 1:
+            raise ValueError(f"structured_outputs must set exactly one of json, json_object, regex, choice, grammar; "
+                             f"got {given or 'none'}")
+        if self.json is not None and not isinstance(self.json, (dict, str)):
+            raise ValueError(f"structured_outputs.json must be a JSON schema (dict or string), got "
+                             f"{type(self.json).__name__}")
+        for name in ("regex", "grammar"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise ValueError(f"structured_outputs.{name} must be a non-empty string")
+        if self.choice is not None and (not self.choice or not all(isinstance(c, str) and c for c in self.choice)):
+            raise ValueError("structured_outputs.choice must be a non-empty list of non-empty strings")
+
+
+@dataclass
 class SamplingParams:
     """How to sample one request. temperature == 0 means greedy (top_p/top_k/min_p then ignored)."""
 
@@ -45,6 +75,8 @@ class SamplingParams:
     # token id -> value added to that token's logit before penalties, temperature and the filters (OpenAI's
     # logit_bias). Logprobs stay those of the raw model distribution.
     logit_bias: dict[int, float] | None = None
+    # the output is constrained to this language (JSON schema, regex, choice, grammar); the engine needs llguidance
+    structured_outputs: StructuredOutputsParams | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -95,6 +127,12 @@ class SamplingParams:
         for t in self.stop_token_ids:
             if not isinstance(t, int) or t < 0:
                 raise ValueError(f"stop_token_ids must hold non-negative integers, got {t!r}")
+        if self.structured_outputs is not None:
+            if not isinstance(self.structured_outputs, StructuredOutputsParams):
+                raise ValueError("structured_outputs must be a StructuredOutputsParams")
+            if self.ignore_eos or self.min_tokens:
+                raise ValueError("structured_outputs cannot be combined with ignore_eos or min_tokens: the grammar "
+                                 "decides where the output ends")
         if self.logit_bias:
             if len(self.logit_bias) > MAX_LOGIT_BIAS:
                 raise ValueError(f"logit_bias must hold at most {MAX_LOGIT_BIAS} entries, got {len(self.logit_bias)}")

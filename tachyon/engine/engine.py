@@ -19,6 +19,7 @@ from tachyon.engine.runner import ModelRunner
 from tachyon.engine.runner_startup import kv_cache_bytes_per_block
 from tachyon.engine.sampler import logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
+from tachyon.engine.structured import GrammarCompiler
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
 from tachyon.sampling import CompletionOutput, RequestMetrics, RequestOutput, SamplingParams
 
@@ -65,6 +66,7 @@ class LLMEngine:
         if config.quantization == "fp8":
             self._quantize_fp8()
         self.tokenizer = load_tokenizer(resolved, config.tokenizer)
+        self.grammars = GrammarCompiler(self.tokenizer, self.spec.vocab_size, self.spec.eos_token_ids)
         t_load = time.perf_counter()
         self.max_model_len = self._max_model_len()
         self.kv_dtype = self._kv_dtype()
@@ -184,12 +186,15 @@ class LLMEngine:
             raise ValueError("stop strings need a tokenizer; this model has none (use stop_token_ids)")
         with self._rng_lock:
             base_seed = params.seed if params.seed is not None else self._rng.getrandbits(62)
+        matcher = self.grammars.matcher(params.structured_outputs) if params.structured_outputs else None
         children = []
         for i in range(params.n):
             rid = request_id if params.n == 1 else f"{i}_{request_id}"
             child = Request(rid, ids, params, eos_token_ids=self.spec.eos_token_ids,
                             max_model_len=self.max_model_len, sample_seed=(base_seed * 1_000_003 + i) & _SEED_MASK,
                             arrival_time=arrival_time, parent_id=request_id, index=i)
+            if matcher is not None:
+                child.matcher = matcher if i == params.n - 1 else matcher.deep_copy()
             if self.tokenizer is not None and params.detokenize:
                 child.detokenizer = IncrementalDetokenizer(
                     self.tokenizer, ids, stop=params.stop, include_stop_str_in_output=params.include_stop_str_in_output,

@@ -56,6 +56,7 @@ class Request:
         self.first_token_time: float | None = None
         self.finished_time: float | None = None
         self.detokenizer = None  # set by the engine when a tokenizer exists
+        self.matcher = None  # llguidance matcher of params.structured_outputs (engine/structured.py), set by the engine
 
     @property
     def num_prompt_tokens(self) -> int:

@@ -147,8 +147,9 @@ class ModelRunner(RunnerStartup):
             return False
         for r in sched.requests:
             p = r.params
-            if (p.logprobs is not None or p.logit_bias or p.repetition_penalty != 1.0 or p.presence_penalty
-                    or p.frequency_penalty or r.num_sampled < p.min_tokens):
+            if (p.logprobs is not None or p.logit_bias or p.structured_outputs is not None
+                    or p.repetition_penalty != 1.0 or p.presence_penalty or p.frequency_penalty
+                    or r.num_sampled < p.min_tokens):
                 return False
             if r.num_pending and id(r) not in self._prev_rows:
                 return False

@@ -3,7 +3,8 @@
 Contract: the token chosen for a row depends only on that row's logits, its params, its token
 history and (seed, step) — never on the rest of the batch — so seeded sampling is reproducible
 whatever else runs. A row's logits get, in order: its logit_bias, its penalties, its min_tokens
-bans, then temperature and the filters. Logprobs are those of the raw model distribution
+bans, its structured-output mask (engine/structured.py), then temperature and the filters; a
+structured row's matcher then consumes the token drawn. Logprobs are those of the raw model distribution
 (log-softmax of the logits before all of these), as vLLM reports by default.
 """
 
@@ -15,6 +16,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request
+from tachyon.engine.structured import allowed_tokens
 from tachyon.sampling import Logprob
 
 
@@ -89,8 +91,9 @@ def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> 
 
 
 class Sampler:
-    """Logit biases, penalties and min_tokens bans are applied per row here; the draw itself is `kernels.sample`
-    (Triton on GPU, its torch reference on CPU), so both paths share one definition of the filters."""
+    """Logit biases, penalties, min_tokens bans and structured-output masks are applied per row here; the draw
+    itself is `kernels.sample` (Triton on GPU, its torch reference on CPU), so both paths share one definition of
+    the filters."""
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
@@ -108,6 +111,9 @@ class Sampler:
                     apply_penalties(logits[i], r)
                 if r.num_output_tokens < r.params.min_tokens:
                     ban_stop_tokens(logits[i], r)
+                if r.matcher is not None:
+                    allowed = allowed_tokens(r.matcher, logits.shape[-1], r.eos_token_ids)
+                    logits[i].masked_fill_(~allowed.to(logits.device, non_blocking=True), float("-inf"))
         if drawn is not None and not special:
             token_t = drawn
         elif all(r.params.temperature == 0.0 for r in reqs):
@@ -115,6 +121,9 @@ class Sampler:
         else:
             token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))
         tokens = token_t.tolist()
+        for i in special:
+            if reqs[i].matcher is not None:
+                reqs[i].matcher.consume_token(tokens[i])  # a failure leaves it erred: its next mask is EOS only
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
@@ -127,9 +136,10 @@ class Sampler:
 
 
 def needs_host_logits(r: Request) -> bool:
-    """Whether this row's next draw changes its logits first (logit bias, penalties, min_tokens bans), so a token
-    drawn from the raw logits inside a CUDA graph cannot stand."""
-    return bool(r.params.logit_bias) or _has_penalty(r) or r.num_output_tokens < r.params.min_tokens
+    """Whether this row's next draw changes its logits first (logit bias, penalties, min_tokens bans, a
+    structured-output mask), so a token drawn from the raw logits inside a CUDA graph cannot stand."""
+    return (bool(r.params.logit_bias) or _has_penalty(r) or r.num_output_tokens < r.params.min_tokens
+            or r.matcher is not None)
 
 
 def _has_penalty(r: Request) -> bool:

@@ -6,7 +6,7 @@ and its `ValueError` becomes a 400 naming the same field.
 
 from __future__ import annotations
 
-from tachyon.sampling import SamplingParams
+from tachyon.sampling import SamplingParams, StructuredOutputsParams
 from tachyon.serving.config import ServerConfig
 from tachyon.serving.errors import bad_request
 from tachyon.serving.preprocess import context_error
@@ -55,26 +55,57 @@ def check_logprobs(value: int | None, name: str, cfg: ServerConfig) -> None:
 
 
 _NO_TOOL_CHOICE = (None, "none", "auto")
-_GUIDED = ("guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs")
+_GUIDED = {"guided_json": "json", "guided_regex": "regex", "guided_choice": "choice", "guided_grammar": "grammar"}
 
 
 def refuse_unimplemented(req: ChatCompletionRequest | CompletionRequest) -> None:
-    """400 naming the field for a request that asks to constrain the output in a way the server does not implement
-    (a JSON / schema response format, tool or function calling, vLLM's guided decoding): unconstrained text in their
-    place would be a silent wrong answer. Their no-op forms pass: null, an empty tools / functions, response_format
-    {"type": "text"}, tool_choice / function_call "none" or "auto" with no tools or functions."""
-    if req.response_format is not None and req.response_format.get("type", "text") != "text":
-        kind = str(req.response_format.get("type"))[:40]
-        raise bad_request(f"response_format type {kind!r} is not supported (no constrained decoding); only 'text' is",
-                          "response_format")
-    for name in _GUIDED:
-        if getattr(req, name) is not None:
-            raise bad_request(f"{name} is not supported (no constrained decoding)", name)
+    """400 naming the field for a request that asks for tool or function calling, which the server does not
+    implement: plain text in its place would be a silent wrong answer. The no-op forms pass: null, empty tools /
+    functions, tool_choice / function_call "none" or "auto"."""
     for name, choice in (("tools", "tool_choice"), ("functions", "function_call")):
         if getattr(req, name, None):
             raise bad_request(f"{name}: function calling is not supported; omit {name}", name)
         if getattr(req, choice, None) not in _NO_TOOL_CHOICE:
             raise bad_request(f"{choice} must be 'none' or 'auto' (function calling is not supported)", choice)
+
+
+def structured_outputs(req: ChatCompletionRequest | CompletionRequest) -> StructuredOutputsParams | None:
+    """The request's output constraint from OpenAI's response_format (json_object, json_schema), vLLM's
+    structured_outputs object or its guided_json / guided_regex / guided_choice / guided_grammar; at most one of
+    them. 400 naming the field for a malformed one; the engine compiles the grammar (its errors are 400s too)."""
+    given: list[tuple[str, dict]] = []
+    rf = req.response_format
+    if rf is not None and rf.get("type", "text") != "text":
+        kind = rf.get("type")
+        if kind == "json_object":
+            given.append(("response_format", {"json_object": True}))
+        elif kind == "json_schema":
+            schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf.get("json_schema"), dict) else None
+            if not isinstance(schema, dict):
+                raise bad_request("response_format: json_schema.schema must be a JSON schema object",
+                                  "response_format")
+            given.append(("response_format", {"json": schema}))
+        else:
+            raise bad_request(f"response_format type must be 'text', 'json_object' or 'json_schema', got "
+                              f"{str(kind)[:40]!r}", "response_format")
+    given += [(name, {key: getattr(req, name)}) for name, key in _GUIDED.items() if getattr(req, name) is not None]
+    if req.structured_outputs is not None:
+        if not isinstance(req.structured_outputs, dict):
+            raise bad_request("structured_outputs must be an object", "structured_outputs")
+        given.append(("structured_outputs", req.structured_outputs))
+    if not given:
+        return None
+    if len(given) > 1:
+        raise bad_request(f"at most one output constraint per request, got {', '.join(n for n, _ in given)}",
+                          given[1][0])
+    name, fields = given[0]
+    unknown = set(fields) - {"json", "regex", "choice", "grammar", "json_object"}
+    if unknown:
+        raise bad_request(f"{name}: unknown field {sorted(unknown)[0][:40]!r}", name)
+    try:
+        return StructuredOutputsParams(**fields)
+    except (TypeError, ValueError) as e:
+        raise bad_request(f"{name}: {str(e)[:300]}", name) from None
 
 
 def parse_logit_bias(raw: dict[str, float] | None, vocab_size: int) -> dict[int, float] | None:
@@ -99,10 +130,11 @@ def build_params(
     vocab_size: int,
     prompt_logprobs: int | None = None,
 ) -> SamplingParams:
-    """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits or a
-    constraint the server does not implement (refuse_unimplemented)."""
+    """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits, a
+    malformed output constraint or tool calling (refuse_unimplemented)."""
     refuse_unimplemented(req)
     logit_bias = parse_logit_bias(req.logit_bias, vocab_size)
+    constraint = structured_outputs(req)
     if req.seed is not None and not _SEED_MIN <= req.seed <= _SEED_MAX:
         raise bad_request("seed must fit in 64 bits", "seed")
     if req.stop_token_ids is not None and len(req.stop_token_ids) > 64:
@@ -130,6 +162,7 @@ def build_params(
             prompt_logprobs=prompt_logprobs,
             skip_special_tokens=req.skip_special_tokens,
             logit_bias=logit_bias,
+            structured_outputs=constraint,
         )
     except ValueError as e:
         msg = str(e)

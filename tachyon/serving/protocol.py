@@ -1,6 +1,5 @@
-"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; the known fields
-that would constrain the output in ways the server does not implement (response_format, tools, structured
-outputs) are parsed so that `params.refuse_unimplemented` can refuse them by name.
+"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; tool calling, which
+the server does not implement, is parsed so that `params.refuse_unimplemented` can refuse it by name.
 
 Only shapes and types are checked here; limits that depend on the model or the server's caps
 (context length, n, logprobs, stop) are checked in `params.py` with messages naming the limit.
@@ -60,7 +59,7 @@ class _SamplingFields(_Body):
     stream: bool = False
     stream_options: StreamOptions | None = None
     logit_bias: dict[str, Finite] | None = None  # token id string -> bias (params.parse_logit_bias)
-    # Not implemented; their no-op forms pass (params.refuse_unimplemented).
+    # output constraints (params.structured_outputs): OpenAI's, then vLLM's
     response_format: dict[str, Any] | None = None
     guided_json: Any = None
     guided_regex: Any = None
@@ -77,7 +76,7 @@ class ChatCompletionRequest(_SamplingFields):
     add_generation_prompt: bool = True
     continue_final_message: bool = False
     chat_template_kwargs: dict[str, Any] | None = None
-    # Not implemented; their no-op forms pass (params.refuse_unimplemented).
+    # Not implemented; the no-op forms pass (params.refuse_unimplemented).
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     functions: list[dict[str, Any]] | None = None

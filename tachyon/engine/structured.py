@@ -1,0 +1,107 @@
+"""Structured outputs: a request's `StructuredOutputsParams` compiled to an llguidance matcher, and the matcher's
+allowed-token mask for the sampler.
+
+Contract: `GrammarCompiler` belongs to one engine and its tokenizer; `matcher` runs where requests are made (any
+thread) and raises ValueError naming the field for a grammar it cannot compile. A matcher belongs to one Request
+(one sequence): the sampler masks that row's logits with `allowed_tokens` and feeds it each token drawn, so its state
+always matches the request's output tokens (preemption recomputes KV only, never tokens). A matcher that has
+stopped, or that fails, allows only the EOS tokens, so its request ends instead of sampling from an empty mask.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import torch
+
+from tachyon.sampling import StructuredOutputsParams
+
+# JSON is generated with fixed separators, as json.dumps writes it: llguidance's default lets whitespace run between
+# tokens, where a weak model can spend its whole output (a schema's "x-guidance" options override this).
+_JSON_DEFAULTS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+_ANY_OBJECT = {"type": "object"}  # response_format {"type": "json_object"}
+
+
+def _llguidance():
+    try:
+        import llguidance
+        import llguidance.hf
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise ValueError("structured_outputs needs the llguidance package (pip install llguidance)") from None
+    return llguidance
+
+
+class GrammarCompiler:
+    """Compiles StructuredOutputsParams for one tokenizer. The llguidance tokenizer (~0.4 s to build) is made on
+    the first structured request and kept."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: list[int]):
+        self._tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        self.eos_token_ids = list(eos_token_ids)
+        self._lltok = None
+        self._lock = threading.Lock()
+
+    def _ll_tokenizer(self):
+        with self._lock:
+            if self._lltok is None:
+                llg = _llguidance()
+                if self._tokenizer is None:
+                    raise ValueError("structured_outputs needs a tokenizer; this model has none")
+                self._lltok = llg.hf.from_tokenizer(self._tokenizer, n_vocab=self.vocab_size,
+                                                    eos_token=self.eos_token_ids)
+            return self._lltok
+
+    def grammar(self, spec: StructuredOutputsParams) -> str:
+        """The llguidance grammar text for `spec`."""
+        llg = _llguidance()
+        if spec.json is not None or spec.json_object:
+            schema = _ANY_OBJECT if spec.json_object else spec.json
+            if isinstance(schema, str):
+                try:
+                    schema = json.loads(schema)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"structured_outputs.json is not valid JSON: {e}") from None
+            if not isinstance(schema, dict):
+                raise ValueError("structured_outputs.json must be a JSON object (a JSON schema)")
+            return llg.LLMatcher.grammar_from_json_schema(schema, defaults=_JSON_DEFAULTS)
+        if spec.regex is not None:
+            return llg.LLMatcher.grammar_from_regex(spec.regex)
+        if spec.choice is not None:
+            return llg.LLMatcher.grammar_from_regex("|".join(_regex_literal(c) for c in spec.choice))
+        return llg.LLMatcher.grammar_from_lark(spec.grammar)
+
+    def matcher(self, spec: StructuredOutputsParams):
+        """A fresh matcher at the start of the output; ValueError naming the field if the grammar does not compile."""
+        llg = _llguidance()
+        field = next(n for n in ("json", "regex", "choice", "grammar", "json_object")
+                     if getattr(spec, n) not in (None, False))
+        grammar = self.grammar(spec)
+        bad, msgs = llg.LLMatcher.validate_grammar_with_warnings(grammar, self._ll_tokenizer())
+        if bad:
+            raise ValueError(f"structured_outputs.{field}: {msgs[0][:300] if msgs else 'invalid grammar'}")
+        m = llg.LLMatcher(self._ll_tokenizer(), grammar)
+        if m.is_error():
+            raise ValueError(f"structured_outputs.{field}: {m.get_error()[:300]}")
+        return m
+
+
+def _regex_literal(text: str) -> str:
+    """`text` as a regex matching exactly itself (llguidance's regex syntax is Rust's)."""
+    return "".join(f"\\{c}" if c in r"\.+*?()|[]{}^$" else c for c in text)
+
+
+_BITS = torch.arange(32, dtype=torch.int32)
+
+
+def allowed_tokens(matcher, vocab_size: int, eos_token_ids: list[int]) -> torch.Tensor:
+    """Bool [vocab_size] on the CPU: the tokens `matcher` accepts next (only EOS once it has stopped or failed)."""
+    if matcher.is_stopped() or matcher.is_error():
+        allowed = torch.zeros(vocab_size, dtype=torch.bool)
+        allowed[[t for t in eos_token_ids if t < vocab_size]] = True
+        return allowed
+    words = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.int32)
+    bits = (words[:, None] >> _BITS) & 1
+    return bits.reshape(-1)[:vocab_size].bool()

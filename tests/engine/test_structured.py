@@ -1,0 +1,133 @@
+"""Structured outputs (StructuredOutputsParams through llguidance), checked by independent validators: `jsonschema`
+for JSON schemas, `json` for JSON objects, Python's `re` for regexes, plain membership for choices."""
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from tachyon import LLM, SamplingParams, StructuredOutputsParams
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "colour": {"enum": ["red", "green", "blue"]},
+        "count": {"type": "integer", "minimum": 0, "maximum": 999},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3},
+    },
+    "required": ["ok", "colour", "count", "tags"],
+    "additionalProperties": False,
+}
+PROMPTS = ["Describe the weather.", [5, 6, 7, 8, 9], "Reply in JSON please"]
+
+
+def _texts(llm, params, prompts=PROMPTS):
+    outs = llm.generate(prompts, params, use_tqdm=False)
+    return [c for o in outs for c in o.outputs]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_json_schema_outputs_validate(llm, temperature):
+    """Every output, greedy and sampled (n=2), ends by itself and validates against the schema; the overlap engine
+    (the `llm` fixture) runs structured rows synchronously, or a raw draw would break the grammar."""
+    sp = SamplingParams(temperature=temperature, seed=3, n=2, max_tokens=80,
+                        structured_outputs=StructuredOutputsParams(json=SCHEMA))
+    for c in _texts(llm, sp):
+        assert c.finish_reason == "stop", c.text
+        jsonschema.validate(json.loads(c.text), SCHEMA)
+
+
+def test_json_schema_as_string_and_json_text_layout(llm):
+    """A schema given as a JSON string works the same; the text uses json.dumps' separators (no free whitespace,
+    which a weak model could spend its whole output on)."""
+    sp = SamplingParams(temperature=1.0, seed=4, max_tokens=80,
+                        structured_outputs=StructuredOutputsParams(json=json.dumps(SCHEMA)))
+    for c in _texts(llm, sp):
+        value = json.loads(c.text)
+        jsonschema.validate(value, SCHEMA)
+        assert c.text == json.dumps(value)
+
+
+def test_regex_and_choice(llm):
+    sp = SamplingParams(temperature=1.0, seed=5, n=3, max_tokens=20,
+                        structured_outputs=StructuredOutputsParams(regex=r"[0-9]{3}-[a-z]{2}(!|\?)"))
+    for c in _texts(llm, sp):
+        assert c.finish_reason == "stop" and re.fullmatch(r"[0-9]{3}-[a-z]{2}(!|\?)", c.text), c.text
+    choices = ["yes", "no", "not sure (a+b)*"]
+    sp = SamplingParams(temperature=1.0, seed=6, n=4, max_tokens=20,
+                        structured_outputs=StructuredOutputsParams(choice=choices))
+    got = {c.text for c in _texts(llm, sp)}
+    assert got <= set(choices) and len(got) >= 2
+
+
+def test_lark_grammar(llm):
+    grammar = 'start: "(" num ("," num)* ")"\nnum: /[1-9][0-9]?/'
+    sp = SamplingParams(temperature=1.0, seed=7, n=2, max_tokens=40,
+                        structured_outputs=StructuredOutputsParams(grammar=grammar))
+    for c in _texts(llm, sp):
+        if c.finish_reason == "stop":
+            assert re.fullmatch(r"\([1-9][0-9]?(,[1-9][0-9]?)*\)", c.text), c.text
+        else:  # cut by max_tokens: still a prefix of the language
+            assert re.fullmatch(r"\([1-9][0-9]?(,[1-9][0-9]?)*,?", c.text), c.text
+
+
+def test_structured_row_leaves_its_batch_alone(llm):
+    """A constrained request beside an unconstrained one: the other row's tokens equal its run alone."""
+    other = SamplingParams(temperature=1.0, seed=8, max_tokens=12, ignore_eos=True)
+    alone = llm.generate([[11, 12, 13]], other, use_tqdm=False)[0].outputs[0].token_ids
+    constrained = SamplingParams(temperature=1.0, seed=9, max_tokens=80,
+                                 structured_outputs=StructuredOutputsParams(json=SCHEMA))
+    outs = llm.generate([PROMPTS[0], [11, 12, 13]], [constrained, other], use_tqdm=False)
+    jsonschema.validate(json.loads(outs[0].outputs[0].text), SCHEMA)
+    assert outs[1].outputs[0].token_ids == alone
+
+
+def test_structured_outputs_survive_preemption(tiny_llama):
+    """Preemption recomputes a request's KV, never its tokens, so its matcher stays in step: a KV cache small
+    enough to preempt gives the same (valid) outputs as a roomy one."""
+    sp = SamplingParams(temperature=1.0, seed=10, max_tokens=50,
+                        structured_outputs=StructuredOutputsParams(json=SCHEMA))
+    prompts = [[20 + i] * 10 for i in range(6)]
+    roomy = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64)
+    ref = [o.outputs[0].text for o in roomy.generate(prompts, sp, use_tqdm=False)]
+    tight = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64, num_kv_blocks=20, block_size=4)
+    got = [o.outputs[0].text for o in tight.generate(prompts, sp, use_tqdm=False)]
+    assert tight.engine.scheduler.num_preemptions > 0
+    assert got == ref
+    for text in got:
+        jsonschema.validate(json.loads(text), SCHEMA)
+
+
+def test_json_object_from_the_default_model(smollm2_gguf):
+    """json_object on the real default model (SmolLM2-135M-Instruct, greedy) asked for JSON: a JSON object."""
+    llm = LLM(None, device="cpu", dtype="float32", max_model_len=512)
+    sp = SamplingParams(temperature=0, max_tokens=120, structured_outputs=StructuredOutputsParams(json_object=True))
+    msgs = [{"role": "user", "content": "Give a JSON object with the name and age of a fictional person."}]
+    out = llm.chat(msgs, sp, use_tqdm=False)[0].outputs[0]
+    assert out.finish_reason == "stop", out.text
+    assert isinstance(json.loads(out.text), dict)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(), "exactly one of"),
+    (dict(regex="a", choice=["a"]), "exactly one of"),
+    (dict(choice=[]), "choice must be a non-empty list"),
+    (dict(json=5), "JSON schema"),
+    (dict(regex=""), "regex must be a non-empty string"),
+])
+def test_structured_outputs_params_reject(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        StructuredOutputsParams(**kwargs)
+
+
+def test_bad_grammars_and_combinations_name_the_field(llm):
+    for spec, match in [(StructuredOutputsParams(regex="[a-"), "structured_outputs.regex"),
+                        (StructuredOutputsParams(grammar="start: missing_rule"), "structured_outputs.grammar"),
+                        (StructuredOutputsParams(json="{not json"), "structured_outputs.json is not valid JSON")]:
+        with pytest.raises(ValueError, match=re.escape(match)):
+            llm.generate(["x"], SamplingParams(structured_outputs=spec), use_tqdm=False)
+    with pytest.raises(ValueError, match="ignore_eos or min_tokens"):
+        SamplingParams(ignore_eos=True, structured_outputs=StructuredOutputsParams(choice=["a"]))
+    assert not llm.engine.has_unfinished()
