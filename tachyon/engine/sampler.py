@@ -16,7 +16,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request
-from tachyon.engine.structured import allowed_tokens
+from tachyon.engine.structured import mask_logits
 from tachyon.sampling import Logprob
 
 
@@ -97,7 +97,8 @@ class Sampler:
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
-        used unless a row needs a logit bias, penalties or min_tokens bans, which change the distribution."""
+        used unless a row needs a logit bias, penalties, min_tokens bans or a structured-output mask, which change
+        the distribution."""
         raw = logits
         logits = logits.float()
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
@@ -111,9 +112,10 @@ class Sampler:
                     apply_penalties(logits[i], r)
                 if r.num_output_tokens < r.params.min_tokens:
                     ban_stop_tokens(logits[i], r)
-                if r.matcher is not None:
-                    allowed = allowed_tokens(r.matcher, logits.shape[-1], r.eos_token_ids)
-                    logits[i].masked_fill_(~allowed.to(logits.device, non_blocking=True), float("-inf"))
+            structured = [i for i in special if reqs[i].matcher is not None]
+            if structured:
+                mask_logits(logits, structured, [reqs[i].matcher for i in structured],
+                            [reqs[i].eos_token_ids for i in structured])
         if drawn is not None and not special:
             token_t = drawn
         elif all(r.params.temperature == 0.0 for r in reqs):

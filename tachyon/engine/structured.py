@@ -93,15 +93,32 @@ def _regex_literal(text: str) -> str:
     return "".join(f"\\{c}" if c in r"\.+*?()|[]{}^$" else c for c in text)
 
 
-_BITS = torch.arange(32, dtype=torch.int32)
+_EXECUTOR = None  # llguidance's mask thread pool, made on first use (one per process)
 
 
-def allowed_tokens(matcher, vocab_size: int, eos_token_ids: list[int]) -> torch.Tensor:
-    """Bool [vocab_size] on the CPU: the tokens `matcher` accepts next (only EOS once it has stopped or failed)."""
-    if matcher.is_stopped() or matcher.is_error():
-        allowed = torch.zeros(vocab_size, dtype=torch.bool)
-        allowed[[t for t in eos_token_ids if t < vocab_size]] = True
-        return allowed
-    words = torch.frombuffer(bytearray(matcher.compute_bitmask()), dtype=torch.int32)
-    bits = (words[:, None] >> _BITS) & 1
-    return bits.reshape(-1)[:vocab_size].bool()
+def _executor():
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = _llguidance().LLExecutor()
+    return _EXECUTOR
+
+
+def mask_logits(logits: torch.Tensor, rows: list[int], matchers: list, eos_token_ids: list[list[int]]) -> None:
+    """In place: each logits[rows[k]] keeps only the tokens matchers[k] accepts next (-inf elsewhere); a matcher
+    that has stopped or failed keeps only eos_token_ids[k]. The host fills one bitmask for all rows (in parallel,
+    by llguidance), copies it once, and the device unpacks it."""
+    vocab = logits.shape[-1]
+    words = (vocab + 31) // 32
+    bitmask = torch.zeros(len(rows), words, dtype=torch.int32)
+    ended = [k for k, m in enumerate(matchers) if m.is_stopped() or m.is_error()]
+    live = [(m, k) for k, m in enumerate(matchers) if k not in ended]
+    if live:
+        _executor().unsafe_compute_mask_ptr(live, bitmask.data_ptr(), words * 4, len(rows))
+    bits = torch.arange(32, dtype=torch.int32, device=logits.device)
+    device_mask = bitmask.to(logits.device, non_blocking=True)
+    allowed = ((device_mask[:, :, None] >> bits) & 1).reshape(len(rows), -1)[:, :vocab].bool()
+    for k in ended:
+        allowed[k] = False
+        allowed[k, [t for t in eos_token_ids[k] if t < vocab]] = True
+    idx = torch.tensor(rows, dtype=torch.long, device=logits.device)
+    logits[idx] = logits[idx].masked_fill(~allowed, float("-inf"))

@@ -110,6 +110,38 @@ def test_json_object_from_the_default_model(smollm2_gguf):
     assert isinstance(json.loads(out.text), dict)
 
 
+def test_mask_logits_matches_llguidance_per_matcher(llm):
+    """mask_logits (one bitmask for all rows, unpacked on the device) against each matcher's own byte mask
+    (llguidance's compute_logit_bias: 200 allowed, 0 not), rows in any order, other rows untouched; a stopped
+    matcher allows only EOS."""
+    import torch
+
+    from tachyon.engine.structured import mask_logits
+
+    engine = llm.engine
+    vocab, eos = engine.spec.vocab_size, engine.spec.eos_token_ids
+    specs = [StructuredOutputsParams(json=SCHEMA), StructuredOutputsParams(regex="[0-9]+x"),
+             StructuredOutputsParams(choice=["ab", "abc"]), StructuredOutputsParams(choice=["z"])]
+    matchers = [engine.grammars.matcher(s) for s in specs]
+    tok = engine.tokenizer
+    assert matchers[1].consume_tokens(tok.encode("12", add_special_tokens=False))
+    assert matchers[3].consume_tokens(tok.encode("z", add_special_tokens=False)) and matchers[3].is_stopped()
+    logits = torch.randn(6, vocab)
+    rows = [4, 0, 2, 5]
+    out = logits.clone()
+    mask_logits(out, rows, matchers, [eos] * 4)
+    for r, m in zip(rows, matchers):
+        if m.is_stopped():
+            want = torch.zeros(vocab, dtype=torch.bool)
+            want[eos] = True
+        else:
+            want = torch.frombuffer(bytearray(m.compute_logit_bias()), dtype=torch.uint8)[:vocab] > 0
+        assert torch.equal(torch.isfinite(out[r]), want)
+        assert torch.equal(out[r][want], logits[r][want])
+    for r in (1, 3):
+        assert torch.equal(out[r], logits[r])
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(), "exactly one of"),
     (dict(regex="a", choice=["a"]), "exactly one of"),
