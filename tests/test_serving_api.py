@@ -207,19 +207,87 @@ def test_unknown_fields_ignored_and_temperature_zero_greedy(client):
     assert client.completions.create(**kw).choices[0].text == client.completions.create(**kw).choices[0].text
 
 
-def test_tools_refused_and_no_op_forms_served(client):
-    """Tools through the official client: 400 naming the field (the server does not call functions, so ignoring
-    them would return text the caller did not ask for). The no-op forms generate what the plain request does."""
+def test_auto_tool_choice_refused_and_no_op_forms_served(client):
+    """tools with tool_choice "auto" (the default) through the official client: 400 naming tool_choice (choosing
+    between text and a call needs a per-model parser the server does not have; ignoring the tools would return text
+    the caller did not ask for). The no-op forms generate what the plain request does."""
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="tiny", messages=MSGS, max_tokens=4, tools=[tool])
-    assert e.value.body["param"] == "tools"
+    assert e.value.body["param"] == "tool_choice"
     plain = dict(model="tiny", messages=MSGS, max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
     want = client.chat.completions.create(**plain).choices[0].message.content
     got = client.chat.completions.create(
         **plain, response_format={"type": "text"}, logit_bias={}, tool_choice="none"
     ).choices[0].message.content
     assert got == want
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"enum": ["Paris", "Oslo"]}, "unit": {"enum": ["C", "F"]}},
+            "required": ["city", "unit"],
+            "additionalProperties": False,
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"],
+                       "additionalProperties": False},
+    },
+}
+PARAMS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, TIME)}
+
+
+def _check_calls(calls, names):
+    assert calls and len({c.id for c in calls}) == len(calls)
+    for c in calls:
+        assert c.type == "function" and c.id.startswith("call_") and c.function.name in names
+        jsonschema.validate(json.loads(c.function.arguments), PARAMS[c.function.name])
+
+
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs the real engine")
+def test_forced_tool_calls_through_the_openai_client(client):
+    """A named function and "required" (two tools, one call), streamed and not: the client parses tool_calls whose
+    arguments validate against the tool's schema; a call cut short by max_tokens stays text; the streamed call equals
+    the non-streamed one (same seed); a follow-up turn with the call and the tool's answer in its history is
+    served."""
+    named = dict(model="tiny", messages=MSGS, max_tokens=60, temperature=1.0, seed=4, tools=[WEATHER, TIME],
+                 tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    r = client.chat.completions.create(**named)
+    c = r.choices[0]
+    assert c.finish_reason == "stop" and c.message.content is None and len(c.message.tool_calls) == 1
+    _check_calls(c.message.tool_calls, {"get_weather"})
+    required = dict(named, tool_choice="required", seed=5, n=2, parallel_tool_calls=False)
+    r = client.chat.completions.create(**required)
+    for c in r.choices:
+        assert c.finish_reason == "tool_calls" and len(c.message.tool_calls) == 1
+        _check_calls(c.message.tool_calls, {"get_weather", "get_time"})
+    cut = client.chat.completions.create(**dict(required, parallel_tool_calls=True, max_tokens=8)).choices[0]
+    assert cut.finish_reason == "length" and cut.message.tool_calls is None  # an unfinished call stays text
+    assert cut.message.content.startswith('[{"name": ')
+    want = client.chat.completions.create(**named).choices[0].message.tool_calls[0].function
+    chunks = list(client.chat.completions.create(**named, stream=True))
+    deltas = [d for ch in chunks if ch.choices for d in (ch.choices[0].delta.tool_calls or [])]
+    assert len(deltas) == 1 and deltas[0].index == 0 and deltas[0].id.startswith("call_")
+    assert (deltas[0].function.name, deltas[0].function.arguments) == (want.name, want.arguments)
+    assert [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1] == "stop"
+    history = MSGS + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": want.name, "arguments": want.arguments}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees, sunny"},
+    ]
+    r = client.chat.completions.create(model="tiny", messages=history, max_tokens=5, tools=[WEATHER],
+                                       tool_choice="none")
+    assert r.choices[0].message.content is not None and r.choices[0].message.tool_calls is None
 
 
 SCHEMA = {

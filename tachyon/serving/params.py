@@ -59,14 +59,13 @@ _GUIDED = {"guided_json": "json", "guided_regex": "regex", "guided_choice": "cho
 
 
 def refuse_unimplemented(req: ChatCompletionRequest | CompletionRequest) -> None:
-    """400 naming the field for a request that asks for tool or function calling, which the server does not
-    implement: plain text in its place would be a silent wrong answer. The no-op forms pass: null, empty tools /
-    functions, tool_choice / function_call "none" or "auto"."""
-    for name, choice in (("tools", "tool_choice"), ("functions", "function_call")):
-        if getattr(req, name, None):
-            raise bad_request(f"{name}: function calling is not supported; omit {name}", name)
-        if getattr(req, choice, None) not in _NO_TOOL_CHOICE:
-            raise bad_request(f"{choice} must be 'none' or 'auto' (function calling is not supported)", choice)
+    """400 naming the field for the deprecated `functions` / `function_call`, which the server does not implement
+    (use `tools`): plain text in their place would be a silent wrong answer. Their no-op forms pass: null, an empty
+    list, "none" or "auto"."""
+    if getattr(req, "functions", None):
+        raise bad_request("functions is not supported; use tools", "functions")
+    if getattr(req, "function_call", None) not in _NO_TOOL_CHOICE:
+        raise bad_request("function_call must be 'none' or 'auto'; use tools and tool_choice", "function_call")
 
 
 def structured_outputs(req: ChatCompletionRequest | CompletionRequest) -> StructuredOutputsParams | None:
@@ -129,12 +128,19 @@ def build_params(
     logprobs: int | None,
     vocab_size: int,
     prompt_logprobs: int | None = None,
+    tool_constraint: StructuredOutputsParams | None = None,
 ) -> SamplingParams:
     """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits, a
-    malformed output constraint or tool calling (refuse_unimplemented)."""
+    malformed output constraint, or functions / function_call (refuse_unimplemented). `tool_constraint`: the output
+    constraint of a forced tool call (tools.tool_plan)."""
     refuse_unimplemented(req)
     logit_bias = parse_logit_bias(req.logit_bias, vocab_size)
     constraint = structured_outputs(req)
+    if tool_constraint is not None:
+        if constraint is not None:
+            raise bad_request("a tool_choice that forces a call cannot be combined with another output constraint",
+                              "tool_choice")
+        constraint = tool_constraint
     if req.seed is not None and not _SEED_MIN <= req.seed <= _SEED_MAX:
         raise bad_request("seed must fit in 64 bits", "seed")
     if req.stop_token_ids is not None and len(req.stop_token_ids) > 64:

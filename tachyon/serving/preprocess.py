@@ -7,6 +7,7 @@ whose character count alone proves it cannot fit the context is refused without 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -74,8 +75,26 @@ def _message_dicts(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         d: dict[str, Any] = {"role": "system" if m.role == "developer" else m.role, "content": content or ""}
         if m.name:
             d["name"] = m.name
+        if m.tool_call_id:
+            d["tool_call_id"] = m.tool_call_id
+        if m.tool_calls:
+            d["tool_calls"] = [_template_call(c) for c in m.tool_calls]
         out.append(d)
     return out
+
+
+def _template_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A history tool call as chat templates read it: OpenAI sends arguments as a JSON string, templates (Qwen's,
+    Llama 3's) expect the object, so a string that parses as one is replaced by it."""
+    fn = call.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+        try:
+            args = json.loads(fn["arguments"])
+        except json.JSONDecodeError:
+            return call
+        if isinstance(args, dict):
+            return {**call, "function": {**fn, "arguments": args}}
+    return call
 
 
 def _render(
@@ -106,12 +125,16 @@ async def chat_prompt(
     add_generation_prompt: bool = True,
     continue_final: bool = False,
     template_kwargs: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
-    """Token ids of the chat-templated conversation (the template supplies special tokens)."""
+    """Token ids of the chat-templated conversation (the template supplies special tokens); `tools` go to the
+    template as HF's `tools` argument."""
     dicts = _message_dicts(messages)
-    total = sum(len(d["content"]) for d in dicts)
+    total = sum(len(d["content"]) for d in dicts) + (len(json.dumps(tools)) if tools else 0)
     _check_chars(model, total)
     kwargs = {k: v for k, v in (template_kwargs or {}).items() if k not in ("tokenize", "conversation")}
+    if tools:
+        kwargs["tools"] = tools
     if total < 2048:
         text = _render(model, dicts, add_generation_prompt, continue_final, kwargs)
     else:

@@ -1,5 +1,6 @@
-"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; tool calling, which
-the server does not implement, is parsed so that `params.refuse_unimplemented` can refuse it by name.
+"""Request bodies of the OpenAI API (pydantic 2). Unknown fields are ignored, never rejected; the deprecated
+functions / function_call, which the server does not implement, are parsed so that `params.refuse_unimplemented` can
+refuse them by name.
 
 Only shapes and types are checked here; limits that depend on the model or the server's caps
 (context length, n, logprobs, stop) are checked in `params.py` with messages naming the limit.
@@ -33,6 +34,8 @@ class ChatMessage(_Body):
     role: Literal["system", "user", "assistant", "tool", "developer", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant turn's calls, for the chat template
+    tool_call_id: str | None = None  # a tool turn's answer to that call
 
 
 class _SamplingFields(_Body):
@@ -76,9 +79,10 @@ class ChatCompletionRequest(_SamplingFields):
     add_generation_prompt: bool = True
     continue_final_message: bool = False
     chat_template_kwargs: dict[str, Any] | None = None
-    # Not implemented; the no-op forms pass (params.refuse_unimplemented).
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None  # tools.tool_plan
     tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool = True
+    # Not implemented; the no-op forms pass (params.refuse_unimplemented).
     functions: list[dict[str, Any]] | None = None
     function_call: str | dict[str, Any] | None = None
 

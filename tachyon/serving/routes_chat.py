@@ -18,6 +18,7 @@ from tachyon.serving.params import build_params, check_logprobs, check_n, resolv
 from tachyon.serving.preprocess import chat_prompt
 from tachyon.serving.protocol import ChatCompletionRequest
 from tachyon.serving.registry import ServedModel
+from tachyon.serving.tools import ToolPlan, tool_calls, tool_plan
 
 router = APIRouter()
 
@@ -39,17 +40,20 @@ async def _handle(call: Call) -> Response:
         check_logprobs(req.top_logprobs, "top_logprobs", st.config)
         if not req.logprobs:
             raise APIError(400, "top_logprobs requires logprobs=true", param="top_logprobs")
+    plan = tool_plan(req.tools, req.tool_choice, req.parallel_tool_calls)
     ids = await chat_prompt(
         model,
         req.messages,
         add_generation_prompt=req.add_generation_prompt,
         continue_final=req.continue_final_message,
         template_kwargs=req.chat_template_kwargs,
+        tools=req.tools or None,
     )
     requested = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
     max_tokens = resolve_max_tokens(requested, len(ids), model)
     top = (req.top_logprobs or 0) if req.logprobs else None
-    params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top, vocab_size=model.vocab_size)
+    params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top, vocab_size=model.vocab_size,
+                          tool_constraint=plan.constraint if plan else None)
     rec.prompt_tokens = len(ids)
     if st.config.log_content:
         rec.content = {"prompt": [m.model_dump() for m in req.messages]}
@@ -59,9 +63,18 @@ async def _handle(call: Call) -> Response:
     call.cleanups.append(gen.close)
     if req.stream:
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        return SSEResponse(_stream(call, gen, model, name, req, include_usage), on_close=call.finish_stream)
+        return SSEResponse(_stream(call, gen, model, name, req, include_usage, plan), on_close=call.finish_stream)
     final: dict[int, RequestOutput] = await until_disconnect(call.request, gen.collect())
-    return JSONResponse(_response(call, gen, model, name, final[0], top))
+    return JSONResponse(_response(call, gen, model, name, final[0], top, plan))
+
+
+def _message(plan: ToolPlan | None, text: str, finish_reason: str | None) -> tuple[dict[str, Any], str | None]:
+    """The (message or final delta, finish_reason) of a finished output: its forced tool call when the text is a
+    complete one, else the text as content."""
+    calls = tool_calls(plan, text) if plan is not None and finish_reason == "stop" else None
+    if calls is None:
+        return {"role": "assistant", "content": text}, finish_reason
+    return {"role": "assistant", "content": None, "tool_calls": calls}, plan.finish_reason
 
 
 def _note(call: Call, gen: Generation, out: RequestOutput) -> None:
@@ -74,7 +87,13 @@ def _note(call: Call, gen: Generation, out: RequestOutput) -> None:
 
 
 def _response(
-    call: Call, gen: Generation, model: ServedModel, name: str, out: RequestOutput, top: int | None
+    call: Call,
+    gen: Generation,
+    model: ServedModel,
+    name: str,
+    out: RequestOutput,
+    top: int | None,
+    plan: ToolPlan | None = None,
 ) -> dict[str, Any]:
     _note(call, gen, out)
     choices = []
@@ -82,14 +101,8 @@ def _response(
         lp = None
         if top is not None and o.logprobs is not None:
             lp = chat_logprobs(model, o.token_ids, o.logprobs, top)
-        choices.append(
-            {
-                "index": o.index,
-                "message": {"role": "assistant", "content": o.text},
-                "logprobs": lp,
-                "finish_reason": o.finish_reason,
-            }
-        )
+        message, finish_reason = _message(plan, o.text, o.finish_reason)
+        choices.append({"index": o.index, "message": message, "logprobs": lp, "finish_reason": finish_reason})
     return {
         "id": call.id,
         "object": "chat.completion",
@@ -108,7 +121,10 @@ async def _stream(
     name: str,
     req: ChatCompletionRequest,
     include_usage: bool,
+    plan: ToolPlan | None = None,
 ) -> AsyncIterator[bytes]:
+    """SSE chunks: a role chunk per choice, then text deltas; under a forced tool call the text is held back and
+    the finished call goes out as one tool_calls delta with the finish_reason."""
     base: dict[str, Any] = {
         "id": call.id,
         "object": "chat.completion.chunk",
@@ -151,16 +167,22 @@ async def _stream(
                 lp = None
                 if top is not None and o.logprobs is not None and new_ids:
                     lp = chat_logprobs(model, new_ids, o.logprobs[sent_toks[k] :], top)
-                sent_chars[k] += len(text)
                 sent_toks[k] = len(o.token_ids)
-                choices.append(
-                    {
-                        "index": k,
-                        "delta": {"content": text} if text else {},
-                        "logprobs": lp,
-                        "finish_reason": o.finish_reason,
-                    }
-                )
+                finish_reason = o.finish_reason
+                if plan is None:
+                    delta = {"content": text} if text else {}
+                    sent_chars[k] += len(text)
+                elif o.finish_reason is None:
+                    if lp is None:
+                        continue
+                    delta = {}
+                else:  # the whole call (or, cut short, the held-back text) at the end
+                    message, finish_reason = _message(plan, o.text, o.finish_reason)
+                    delta = {key: v for key, v in message.items() if key != "role" and v is not None}
+                    if "tool_calls" in delta:
+                        delta["tool_calls"] = [dict(c, index=j) for j, c in enumerate(delta["tool_calls"])]
+                    sent_chars[k] = len(o.text)
+                choices.append({"index": k, "delta": delta, "logprobs": lp, "finish_reason": finish_reason})
             for choice in choices:  # one choice per chunk, as OpenAI streams them
                 yield chunk([choice])
         if last is not None:
