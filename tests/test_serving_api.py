@@ -7,7 +7,6 @@ import re
 
 import httpx
 import jsonschema
-import openai
 import pytest
 
 from tests.serving.harness import MAX_MODEL_LEN, REAL_ENGINE, main_server
@@ -207,14 +206,8 @@ def test_unknown_fields_ignored_and_temperature_zero_greedy(client):
     assert client.completions.create(**kw).choices[0].text == client.completions.create(**kw).choices[0].text
 
 
-def test_auto_tool_choice_refused_and_no_op_forms_served(client):
-    """tools with tool_choice "auto" (the default) through the official client: 400 naming tool_choice (choosing
-    between text and a call needs a per-model parser the server does not have; ignoring the tools would return text
-    the caller did not ask for). The no-op forms generate what the plain request does."""
-    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
-    with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model="tiny", messages=MSGS, max_tokens=4, tools=[tool])
-    assert e.value.body["param"] == "tool_choice"
+def test_no_op_constraint_forms_served(client):
+    """The no-op forms of the output constraints generate what the plain request does."""
     plain = dict(model="tiny", messages=MSGS, max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
     want = client.chat.completions.create(**plain).choices[0].message.content
     got = client.chat.completions.create(
@@ -245,6 +238,30 @@ TIME = {
     },
 }
 PARAMS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, TIME)}
+
+
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs the real engine")
+def test_auto_tool_choice_with_the_hermes_parser(client):
+    """tool_choice "auto" (the default with tools) on a server started with --tool-call-parser hermes: the model's
+    text (forced here by guided_regex, as the tiny model knows no tools) becomes content plus tool_calls when it
+    holds <tool_call> blocks, and stays content when it does not; streamed, no tag leaks into the content deltas."""
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "C"}}</tool_call>'
+    text = "Let me check." + call + call.replace("Oslo", "Paris")
+    kw = dict(model="tiny", messages=MSGS, max_tokens=80, tools=[WEATHER, TIME],
+              extra_body={"guided_regex": re.escape(text)})
+    m = client.chat.completions.create(**kw).choices[0]
+    assert m.finish_reason == "tool_calls" and m.message.content == "Let me check."
+    assert [json.loads(c.function.arguments)["city"] for c in m.message.tool_calls] == ["Oslo", "Paris"]
+    _check_calls(m.message.tool_calls, {"get_weather"})
+    chunks = [ch for ch in client.chat.completions.create(**kw, stream=True) if ch.choices]
+    streamed = "".join(ch.choices[0].delta.content or "" for ch in chunks)
+    calls = [d for ch in chunks for d in (ch.choices[0].delta.tool_calls or [])]
+    assert streamed == "Let me check." and [d.index for d in calls] == [0, 1]
+    assert [d.function.arguments for d in calls] == [c.function.arguments for c in m.message.tool_calls]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    plain = client.chat.completions.create(**dict(kw, extra_body={"guided_regex": "It is sunny<tool"}))
+    assert plain.choices[0].message.content == "It is sunny<tool" and plain.choices[0].message.tool_calls is None
+    assert plain.choices[0].finish_reason == "stop"
 
 
 def _check_calls(calls, names):

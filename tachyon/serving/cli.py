@@ -84,6 +84,8 @@ def register(subparsers: Any) -> None:
     s.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request head to arrive")
     s.add_argument("--body-timeout", type=float, default=60.0, help="seconds for a request body to arrive")
     s.add_argument("--max-n", type=int, default=16, help="largest `n`")
+    s.add_argument("--tool-call-parser", choices=["hermes"], default=None,
+                   help="accept tool_choice 'auto' and parse the model's <tool_call> blocks (Qwen2.5, Qwen3, Hermes)")
     s.add_argument("--log-content", action="store_true", help="log prompt and completion text (off by default)")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=run)
@@ -126,6 +128,7 @@ def build_config(args: argparse.Namespace) -> ServerConfig:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         max_n=args.max_n,
+        tool_call_parser=args.tool_call_parser,
         log_content=args.log_content,
         log_level=args.log_level,
     )

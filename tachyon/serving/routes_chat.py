@@ -18,7 +18,7 @@ from tachyon.serving.params import build_params, check_logprobs, check_n, resolv
 from tachyon.serving.preprocess import chat_prompt
 from tachyon.serving.protocol import ChatCompletionRequest
 from tachyon.serving.registry import ServedModel
-from tachyon.serving.tools import ToolPlan, tool_calls, tool_plan
+from tachyon.serving.tools import ToolPlan, split_output, streamable, tool_plan
 
 router = APIRouter()
 
@@ -40,7 +40,7 @@ async def _handle(call: Call) -> Response:
         check_logprobs(req.top_logprobs, "top_logprobs", st.config)
         if not req.logprobs:
             raise APIError(400, "top_logprobs requires logprobs=true", param="top_logprobs")
-    plan = tool_plan(req.tools, req.tool_choice, req.parallel_tool_calls)
+    plan = tool_plan(req.tools, req.tool_choice, req.parallel_tool_calls, st.config.tool_call_parser)
     ids = await chat_prompt(
         model,
         req.messages,
@@ -69,12 +69,12 @@ async def _handle(call: Call) -> Response:
 
 
 def _message(plan: ToolPlan | None, text: str, finish_reason: str | None) -> tuple[dict[str, Any], str | None]:
-    """The (message or final delta, finish_reason) of a finished output: its forced tool call when the text is a
-    complete one, else the text as content."""
-    calls = tool_calls(plan, text) if plan is not None and finish_reason == "stop" else None
+    """The (message, finish_reason) of a finished output: its tool calls when the text holds complete ones (and
+    whatever text came before them, under "auto"), else the text as content."""
+    content, calls = split_output(plan, text) if plan is not None and finish_reason == "stop" else (text, None)
     if calls is None:
         return {"role": "assistant", "content": text}, finish_reason
-    return {"role": "assistant", "content": None, "tool_calls": calls}, plan.finish_reason
+    return {"role": "assistant", "content": content, "tool_calls": calls}, plan.finish_reason
 
 
 def _note(call: Call, gen: Generation, out: RequestOutput) -> None:
@@ -123,8 +123,9 @@ async def _stream(
     include_usage: bool,
     plan: ToolPlan | None = None,
 ) -> AsyncIterator[bytes]:
-    """SSE chunks: a role chunk per choice, then text deltas; under a forced tool call the text is held back and
-    the finished call goes out as one tool_calls delta with the finish_reason."""
+    """SSE chunks: a role chunk per choice, then text deltas; under a tool plan the text a call may claim is held
+    back (all of it under a forced call), and the finished calls go out as one tool_calls delta with the
+    finish_reason."""
     base: dict[str, Any] = {
         "id": call.id,
         "object": "chat.completion.chunk",
@@ -172,15 +173,18 @@ async def _stream(
                 if plan is None:
                     delta = {"content": text} if text else {}
                     sent_chars[k] += len(text)
-                elif o.finish_reason is None:
-                    if lp is None:
+                elif o.finish_reason is None:  # content a tool call cannot still claim goes out now
+                    text = o.text[sent_chars[k] : max(sent_chars[k], streamable(plan, o.text))]
+                    if not text and lp is None:
                         continue
-                    delta = {}
-                else:  # the whole call (or, cut short, the held-back text) at the end
+                    delta = {"content": text} if text else {}
+                    sent_chars[k] += len(text)
+                else:  # the rest of the content, then the calls, at the end
                     message, finish_reason = _message(plan, o.text, o.finish_reason)
-                    delta = {key: v for key, v in message.items() if key != "role" and v is not None}
-                    if "tool_calls" in delta:
-                        delta["tool_calls"] = [dict(c, index=j) for j, c in enumerate(delta["tool_calls"])]
+                    rest = (message["content"] or "")[sent_chars[k] :]
+                    delta = {"content": rest} if rest else {}
+                    if "tool_calls" in message:
+                        delta["tool_calls"] = [dict(c, index=j) for j, c in enumerate(message["tool_calls"])]
                     sent_chars[k] = len(o.text)
                 choices.append({"index": k, "delta": delta, "logprobs": lp, "finish_reason": finish_reason})
             for choice in choices:  # one choice per chunk, as OpenAI streams them

@@ -146,7 +146,8 @@ MAIN_KEY = "sk-main-test-key"
 
 
 def main_server() -> Server:
-    """The server most tests share: one tiny llama, one API key, default guards but 2 s head/body timeouts."""
+    """The server most tests share: one tiny llama, one API key, default guards but 2 s head/body timeouts, the
+    hermes tool-call parser (tool_choice "auto")."""
     return shared_server(
         "main",
         [
@@ -160,6 +161,8 @@ def main_server() -> Server:
             "2",
             "--body-timeout",
             "2",
+            "--tool-call-parser",
+            "hermes",
             *engine_args(),
         ],
         MAIN_KEY,

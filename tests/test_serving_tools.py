@@ -1,0 +1,65 @@
+"""serving/tools.py on its own: tool_choice plans, the hermes parser and the streaming hold-back (the wire format
+is checked through the openai client in test_serving_api.py)."""
+
+import json
+
+import jsonschema
+import pytest
+
+from tachyon.serving.errors import APIError
+from tachyon.serving.tools import split_output, streamable, tool_plan
+
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}},
+    {"type": "function", "function": {"name": "g"}}]
+AUTO = tool_plan(TOOLS, "auto", parser="hermes")
+
+
+def test_auto_needs_a_parser_and_none_or_no_tools_plan_nothing():
+    with pytest.raises(APIError) as e:
+        tool_plan(TOOLS, None)  # "auto" is the default with tools
+    assert e.value.param == "tool_choice" and "--tool-call-parser" in e.value.message
+    assert tool_plan(TOOLS, "none") is None and tool_plan(None, None) is None and tool_plan([], "auto") is None
+    assert AUTO.constraint is None and AUTO.names == {"f", "g"}
+
+
+def test_required_and_named_constraints():
+    req = tool_plan(TOOLS, "required", parallel_tool_calls=False)
+    schema = req.constraint.json
+    jsonschema.validate([{"name": "f", "arguments": {"x": 1}}], schema)
+    for bad in ([], [{"name": "f", "arguments": {}}], [{"name": "h", "arguments": {}}],
+                [{"name": "g", "arguments": {}}] * 2):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    named = tool_plan(TOOLS, {"type": "function", "function": {"name": "g"}})
+    assert named.name == "g" and named.constraint.json == {"type": "object"} and named.finish_reason == "stop"
+    content, calls = split_output(named, '{"y": [1, 2]}')
+    assert content is None and calls[0]["function"] == {"name": "g", "arguments": '{"y": [1, 2]}'}
+    assert split_output(named, '{"y": [1,') == ('{"y": [1,', None)
+
+
+@pytest.mark.parametrize("text,content,calls", [
+    ("plain answer", "plain answer", None),
+    ('Sure.<tool_call>{"name": "f", "arguments": {"x": 3}}</tool_call>', "Sure.", [("f", {"x": 3})]),
+    ('<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>{"name": "g", "parameters": {}}'
+     '</tool_call>', None, [("f", {"x": 1}), ("g", {})]),
+    ('<tool_call>{"name": "h", "arguments": {}}</tool_call>', None, None),  # not a tool: the text stays content
+    ('<tool_call>{"name": "f", "arguments": </tool_call>', None, None),  # not JSON
+    ('<tool_call>{"name": "f", "arguments": {"x": 1}}', None, None),  # unclosed
+])
+def test_hermes_parser(text, content, calls):
+    got_content, got_calls = split_output(AUTO, text)
+    if calls is None:
+        assert got_content == text and got_calls is None
+        return
+    assert got_content == content
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got_calls] == calls
+    assert len({c["id"] for c in got_calls}) == len(got_calls)
+
+
+@pytest.mark.parametrize("text,n", [
+    ("Hello", 5), ("Hello <tool", 6), ("Hello <", 6), ("a<tool_call>{", 1), ("<tool_call", 0), ("x < y", 5),
+])
+def test_streamable_holds_back_what_may_become_a_tag(text, n):
+    assert streamable(AUTO, text) == n
+    assert streamable(tool_plan(TOOLS, "required"), text) == 0
