@@ -63,3 +63,38 @@ def test_hermes_parser(text, content, calls):
 def test_streamable_holds_back_what_may_become_a_tag(text, n):
     assert streamable(AUTO, text) == n
     assert streamable(tool_plan(TOOLS, "required"), text) == 0
+
+
+LLAMA = tool_plan(TOOLS, "auto", parser="llama3_json")
+
+
+@pytest.mark.parametrize("text,calls", [
+    ('{"name": "f", "parameters": {"x": 2}}', [("f", {"x": 2})]),
+    ('<|python_tag|>{"name": "f", "arguments": {"x": 1}}; {"name": "g", "parameters": {}}', [("f", {"x": 1}),
+                                                                                            ("g", {})]),
+    (' \n{"name": "g", "parameters": {"a": [1]}}\n', [("g", {"a": [1]})]),
+    ("The answer is 4.", None),
+    ('{"name": "f", "parameters": {"x": 2}} and some words', None),
+    ('{"name": "nope", "parameters": {}}', None),
+    ('{"name": "f", "parameters": {"x": 2}', None),
+    ('{"name": "f", "parameters": 3}', None),
+])
+def test_llama3_json_parser(text, calls):
+    content, got = split_output(LLAMA, text)
+    if calls is None:
+        assert content == text and got is None
+    else:
+        assert content is None
+        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == calls
+
+
+@pytest.mark.parametrize("text,n", [
+    ("Sure", 4), ("  ", 0), (' {"na', 0), ("<|py", 0), ("<|python_tag|>{", 0), ("I think {", 9),
+])
+def test_llama3_json_streams_only_what_cannot_be_a_call(text, n):
+    assert streamable(LLAMA, text) == n
+
+
+def test_hermes_text_after_the_calls_keeps_it_all_content():
+    text = '<tool_call>{"name": "f", "arguments": {"x": 3}}</tool_call> and then I made something up'
+    assert split_output(AUTO, text) == (text, None)

@@ -160,6 +160,9 @@ def test_config_validation(tmp_path):
         ServerConfig(models=[entry], rate_limit="lots")
     with pytest.raises(ValueError):
         ServerConfig(models=[entry, ModelEntry(["a"], {"model": "y"})])
+    with pytest.raises(ValueError, match="tool_call_parser"):
+        ServerConfig(models=[entry], tool_call_parser="mistral")
+    assert ServerConfig(models=[entry], tool_call_parser="llama3_json").tool_call_parser == "llama3_json"
     yml = tmp_path / "models.yaml"
     yml.write_text(
         "models:\n  - name: a\n    model: /m/a\n    memory_share: 0.3\n    dtype: float32\n"

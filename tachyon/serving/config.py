@@ -63,11 +63,12 @@ class ServerConfig:
     health_probe_timeout: float = 30.0
     log_content: bool = False
     log_level: str = "info"
-    tool_call_parser: str | None = None  # "hermes": tool_choice "auto" parses <tool_call> blocks (serving/tools.py)
+    tool_call_parser: str | None = None  # tool_choice "auto"'s parser (serving/tool_parsers.py): hermes, llama3_json
 
     def __post_init__(self) -> None:
-        if self.tool_call_parser not in (None, "hermes"):
-            raise ValueError(f"tool_call_parser must be 'hermes' or unset, got {self.tool_call_parser!r}")
+        if self.tool_call_parser not in (None, "hermes", "llama3_json"):
+            raise ValueError(f"tool_call_parser must be 'hermes', 'llama3_json' or unset, got "
+                             f"{self.tool_call_parser!r}")
         if not self.models:
             raise ValueError("at least one model must be served")
         names = [n for m in self.models for n in m.names]

@@ -1,7 +1,7 @@
 """Tool calling for chat completions. A tool_choice that forces a call (a named function, or "required")
 constrains the output to the call's JSON (structured outputs); "auto" lets the model answer in text or call, and
-a tool-call parser (`--tool-call-parser hermes`: the `<tool_call>{"name": ..., "arguments": ...}</tool_call>`
-blocks of Qwen2.5 / Qwen3 / Hermes templates) finds the calls in its text.
+a tool-call parser for the model's format (`--tool-call-parser`, serving/tool_parsers.py) finds the calls in its
+text.
 
 Contract: `tool_plan` validates `tools` / `tool_choice` / `parallel_tool_calls` (400 naming the field) and returns
 None when no call can happen ("none", or no tools); "auto" without a parser is a 400. `split_output` turns a
@@ -13,19 +13,15 @@ content (none under a forced call; under "auto" everything before a tool-call ta
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from tachyon.sampling import StructuredOutputsParams
 from tachyon.serving.errors import bad_request
+from tachyon.serving.tool_parsers import PARSERS
 
 _ANY_ARGUMENTS = {"type": "object"}
-
-
-_HERMES_OPEN = "<tool_call>"
-_HERMES_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
 
 @dataclass
@@ -73,9 +69,9 @@ def tool_plan(tools: list[dict[str, Any]] | None, tool_choice: str | dict[str, A
         return None
     if choice == "auto":
         if parser is None:
-            raise bad_request("tool_choice 'auto' needs the server started with --tool-call-parser (hermes, for "
-                              "Qwen2.5 / Qwen3 / Hermes templates); use 'required', a named function or 'none'",
-                              "tool_choice")
+            raise bad_request("tool_choice 'auto' needs the server started with --tool-call-parser (hermes for "
+                              "Qwen2.5 / Qwen3 / Hermes, llama3_json for Llama 3.1+); use 'required', a named "
+                              "function or 'none'", "tool_choice")
         return ToolPlan(None, None, "tool_calls", parser=parser, names=frozenset(functions))
     if choice == "required":
         calls = {"anyOf": [{"type": "object", "properties": {"name": {"const": n}, "arguments": p},
@@ -100,29 +96,15 @@ def _calls(pairs: list[tuple[str, Any]]) -> list[dict[str, Any]]:
              "function": {"name": name, "arguments": json.dumps(args)}} for name, args in pairs]
 
 
-def _hermes_calls(plan: ToolPlan, text: str) -> tuple[str | None, list[dict[str, Any]] | None]:
-    blocks = list(_HERMES_BLOCK.finditer(text))
-    if not blocks:
-        return text, None
-    pairs = []
-    for b in blocks:
-        try:
-            call = json.loads(b.group(1))
-        except json.JSONDecodeError:
-            return text, None
-        args = call.get("arguments", call.get("parameters")) if isinstance(call, dict) else None
-        if not isinstance(args, dict) or call.get("name") not in plan.names:
-            return text, None
-        pairs.append((call["name"], args))
-    content = text[:blocks[0].start()]
-    return (content if content.strip() else None), _calls(pairs)
-
-
 def split_output(plan: ToolPlan, text: str) -> tuple[str | None, list[dict[str, Any]] | None]:
     """(content, tool_calls) of a finished output's text; tool_calls None (and the text as content) when it holds
     no complete call."""
-    if plan.parser == "hermes":
-        return _hermes_calls(plan, text)
+    if plan.parser is not None:
+        found = PARSERS[plan.parser].find(text, plan.names)
+        if found is None:
+            return text, None
+        content, pairs = found
+        return content, _calls(pairs)
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
@@ -137,13 +119,5 @@ def split_output(plan: ToolPlan, text: str) -> tuple[str | None, list[dict[str, 
 
 def streamable(plan: ToolPlan, text: str) -> int:
     """How many leading characters of an unfinished output may be streamed as content: none under a forced call;
-    under "auto" those before the first tool-call tag, holding back a tail that may begin one."""
-    if plan.parser is None:
-        return 0
-    at = text.find(_HERMES_OPEN)
-    if at >= 0:
-        return at
-    for k in range(min(len(_HERMES_OPEN) - 1, len(text)), 0, -1):
-        if _HERMES_OPEN.startswith(text[-k:]):
-            return len(text) - k
-    return len(text)
+    under "auto" what the parser says cannot start a call."""
+    return 0 if plan.parser is None else PARSERS[plan.parser].streamable(text)
