@@ -98,3 +98,40 @@ def test_llama3_json_streams_only_what_cannot_be_a_call(text, n):
 def test_hermes_text_after_the_calls_keeps_it_all_content():
     text = '<tool_call>{"name": "f", "arguments": {"x": 3}}</tool_call> and then I made something up'
     assert split_output(AUTO, text) == (text, None)
+
+
+# A template that shows what it is given: tool names, and each history call's arguments as the object it received.
+TEMPLATE = ("{% for t in tools or [] %}[tool {{ t.function.name }}]{% endfor %}"
+            "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+            "{% for c in m.tool_calls or [] %}(call {{ c.function.name }} x={{ c.function.arguments.x }}){% endfor %}"
+            "{% if m.tool_call_id %}(for {{ m.tool_call_id }}){% endif %}{% endfor %}")
+HISTORY = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_7", "type": "function", "function": {"name": "f", "arguments": '{"x": 5}'}}]},
+    {"role": "tool", "tool_call_id": "call_7", "content": "ok"},
+]
+RENDERED = "[tool f][tool g]<user>hi<assistant>(call f x=5)<tool>ok(for call_7)"
+
+
+def test_tools_and_history_reach_the_chat_template(tiny_llama):
+    """Both chat paths hand the template the tools, the history's calls (arguments parsed from OpenAI's JSON string,
+    as templates read them) and tool_call_id: the server's chat_prompt and the offline LLM.chat."""
+    import asyncio
+    import types
+
+    from transformers import AutoTokenizer
+
+    from tachyon.engine.llm import chat_prompt_ids
+    from tachyon.serving.preprocess import chat_prompt
+    from tachyon.serving.protocol import ChatMessage
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    tok.chat_template = TEMPLATE
+    model = types.SimpleNamespace(tokenizer=tok, max_model_len=4096, max_token_chars=64)
+    ids = asyncio.run(chat_prompt(model, [ChatMessage(**m) for m in HISTORY], add_generation_prompt=False,
+                                  tools=TOOLS))
+    assert tok.decode(ids) == RENDERED
+    offline = [dict(m, tool_calls=[{**c, "function": {**c["function"], "arguments": {"x": 5}}} for c in
+                                   m["tool_calls"]]) if m.get("tool_calls") else m for m in HISTORY]
+    assert tok.decode(chat_prompt_ids(tok, offline, add_generation_prompt=False, tools=TOOLS)) == RENDERED

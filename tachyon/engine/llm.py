@@ -112,26 +112,28 @@ class LLM:
     def chat(self, messages: list[dict] | list[list[dict]],
              sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
              use_tqdm: bool = True, add_generation_prompt: bool = True,
-             chat_template: str | None = None) -> list[RequestOutput]:
-        """One conversation (list of {"role", "content"}) or a list of them, rendered with the chat template."""
+             chat_template: str | None = None, tools: list[dict] | None = None) -> list[RequestOutput]:
+        """One conversation (list of {"role", "content"}) or a list of them, rendered with the chat template;
+        `tools` (OpenAI's function list) go to the template as HF's `tools` argument."""
         tok = self.engine.tokenizer
         if tok is None:
             raise ValueError("this model has no tokenizer, so it has no chat template")
         convs = [messages] if messages and isinstance(messages[0], dict) else messages
         prompts = []
         for conv in convs:
-            prompts.append(chat_prompt_ids(tok, conv, add_generation_prompt, chat_template))
+            prompts.append(chat_prompt_ids(tok, conv, add_generation_prompt, chat_template, tools))
         return self.generate(prompts, sampling_params, use_tqdm)
 
 
 def chat_prompt_ids(tokenizer, messages: list[dict], add_generation_prompt: bool = True,
-                    chat_template: str | None = None) -> list[int]:
+                    chat_template: str | None = None, tools: list[dict] | None = None) -> list[int]:
     """Render a conversation with the tokenizer's chat template and tokenise it (no extra special tokens:
     the template already holds them)."""
     if not messages:
         raise ValueError("messages must not be empty")
+    extra = {"tools": tools} if tools else {}
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-                                         chat_template=chat_template)
+                                         chat_template=chat_template, **extra)
     return tokenizer.encode(text, add_special_tokens=False)
 
 
