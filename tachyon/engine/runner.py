@@ -19,7 +19,14 @@ from tachyon import kernels
 from tachyon.engine.batch import build_batch, prune_last_layer
 from tachyon.engine.request import Request
 from tachyon.engine.runner_startup import RunnerStartup
-from tachyon.engine.sampler import Sampler, SampleResult, compute_logprobs, logprob_dict, sampling_tensors
+from tachyon.engine.sampler import (
+    Sampler,
+    SampleResult,
+    compute_logprobs,
+    logprob_dict,
+    reshapes_logits,
+    sampling_tensors,
+)
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
 
@@ -147,9 +154,7 @@ class ModelRunner(RunnerStartup):
             return False
         for r in sched.requests:
             p = r.params
-            if (p.logprobs is not None or p.logit_bias or p.structured_outputs is not None
-                    or p.repetition_penalty != 1.0 or p.presence_penalty or p.frequency_penalty
-                    or r.num_sampled < p.min_tokens):
+            if p.logprobs is not None or reshapes_logits(p) or r.num_sampled < p.min_tokens:
                 return False
             if r.num_pending and id(r) not in self._prev_rows:
                 return False

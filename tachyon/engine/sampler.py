@@ -17,7 +17,7 @@ import torch
 from tachyon import kernels
 from tachyon.engine.request import Request
 from tachyon.engine.structured import mask_logits
-from tachyon.sampling import Logprob
+from tachyon.sampling import Logprob, SamplingParams
 
 
 @dataclass
@@ -137,11 +137,17 @@ class Sampler:
         return SampleResult(tokens, logprobs)
 
 
+def reshapes_logits(p: SamplingParams) -> bool:
+    """Whether these params change every draw's logits (logit bias, penalties, a structured-output mask), so a
+    token drawn from the raw logits inside a CUDA graph cannot stand. min_tokens bans come and go by step: the
+    caller checks them against its own count (drawn tokens, or those still pending too)."""
+    return (bool(p.logit_bias) or p.structured_outputs is not None or p.repetition_penalty != 1.0
+            or p.presence_penalty != 0.0 or p.frequency_penalty != 0.0)
+
+
 def needs_host_logits(r: Request) -> bool:
-    """Whether this row's next draw changes its logits first (logit bias, penalties, min_tokens bans, a
-    structured-output mask), so a token drawn from the raw logits inside a CUDA graph cannot stand."""
-    return (bool(r.params.logit_bias) or _has_penalty(r) or r.num_output_tokens < r.params.min_tokens
-            or r.matcher is not None)
+    """Whether this row's next draw changes its logits first (reshapes_logits, or a min_tokens ban)."""
+    return reshapes_logits(r.params) or r.num_output_tokens < r.params.min_tokens
 
 
 def _has_penalty(r: Request) -> bool:

@@ -3,7 +3,7 @@ allowed-token mask for the sampler.
 
 Contract: `GrammarCompiler` belongs to one engine and its tokenizer; `matcher` runs where requests are made (any
 thread) and raises ValueError naming the field for a grammar it cannot compile. A matcher belongs to one Request
-(one sequence): the sampler masks that row's logits with `allowed_tokens` and feeds it each token drawn, so its state
+(one sequence): the sampler masks that row's logits (`mask_logits`) and feeds it each token drawn, so its state
 always matches the request's output tokens (preemption recomputes KV only, never tokens). A matcher that has
 stopped, or that fails, allows only the EOS tokens, so its request ends instead of sampling from an empty mask.
 """
@@ -78,11 +78,7 @@ class GrammarCompiler:
         llg = _llguidance()
         field = next(n for n in ("json", "regex", "choice", "grammar", "json_object")
                      if getattr(spec, n) not in (None, False))
-        grammar = self.grammar(spec)
-        bad, msgs = llg.LLMatcher.validate_grammar_with_warnings(grammar, self._ll_tokenizer())
-        if bad:
-            raise ValueError(f"structured_outputs.{field}: {msgs[0][:300] if msgs else 'invalid grammar'}")
-        m = llg.LLMatcher(self._ll_tokenizer(), grammar)
+        m = llg.LLMatcher(self._ll_tokenizer(), self.grammar(spec))  # a grammar that fails leaves it erred
         if m.is_error():
             raise ValueError(f"structured_outputs.{field}: {m.get_error()[:300]}")
         return m
