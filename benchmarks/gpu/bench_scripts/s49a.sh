@@ -13,10 +13,4 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheade
 . benchmarks/gpu/bench_scripts/engine_ab_lib.sh
 synth short96 96 256 512
 synth short48 48 512 512
-for i in 1 2; do
-  for w in short96 short48; do
-    run_alone $w rule$i TACHYON_UNUSED=1
-    run_alone $w on$i TACHYON_ATTN_PDL=1
-  done
-  tar czf $OUT/s49a.tgz -C $R --exclude short96.json --exclude short48.json .
-done
+pdl_rounds s49a short96 short48

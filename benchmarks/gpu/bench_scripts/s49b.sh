@@ -11,10 +11,4 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheade
 . benchmarks/gpu/bench_scripts/engine_ab_lib.sh
 synth long96 96 2048 512
 synth short64 64 256 512
-for i in 1 2; do
-  for w in long96 short64; do
-    run_alone $w rule$i TACHYON_UNUSED=1
-    run_alone $w on$i TACHYON_ATTN_PDL=1
-  done
-  tar czf $OUT/s49b.tgz -C $R --exclude long96.json --exclude short64.json .
-done
+pdl_rounds s49b long96 short64
