@@ -66,7 +66,7 @@ def check_json(text: str) -> str | None:
 
 def sync() -> None:
     if torch.cuda.is_available():
-        sync()
+        torch.cuda.synchronize()
 
 
 def params_for(kind: str, i: int, max_tokens: int, banned: list[int], forced: int | None) -> SamplingParams:
