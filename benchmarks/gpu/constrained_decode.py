@@ -73,6 +73,9 @@ def params_for(kind: str, i: int, max_tokens: int, banned: list[int], forced: in
     base = dict(max_tokens=max_tokens, temperature=0.8, top_p=0.95, seed=i)
     if kind == "plain":
         return SamplingParams(**base, ignore_eos=True, detokenize=False)
+    if kind == "penalty":
+        return SamplingParams(**base, ignore_eos=True, detokenize=False, presence_penalty=0.5, frequency_penalty=0.3,
+                              repetition_penalty=1.1)
     if kind == "bias":
         bias = {t: -100.0 for t in banned}
         if forced is not None:
@@ -129,6 +132,49 @@ def run(llm: LLM, tok, prompts: list[list[int]], kinds: list[str], max_tokens: i
                 output_tok_s=n_out / dt, per_kind=per_kind, errors=errors[:10], n_errors=len(errors))
 
 
+def sampler_costs(llm: LLM, prompt: list[int], batch: int, banned: list[int], iters: int = 30) -> dict:
+    """Host wall time (ms) of one Sampler call on a (batch, vocab) bf16 logits tensor on the device, per kind of row
+    (plain rows keep the graph's drawn tokens), and of mask_logits alone for JSON rows: the sampler's share of a
+    constrained step, apart from the overlap it gives up."""
+    from tachyon.engine.request import Request
+    from tachyon.engine.structured import mask_logits
+
+    eng = llm.engine
+    dev = eng.device
+    logits = torch.randn(batch, eng.spec.vocab_size, device=dev, dtype=torch.bfloat16)
+    drawn = torch.zeros(batch, dtype=torch.long, device=dev)
+    res = {}
+    for kind in ("plain", "bias", "penalty", "json"):
+        reqs = []
+        for i in range(batch):
+            p = params_for(kind, i, 1 << 20, banned, None)
+            r = Request(f"m{i}", list(prompt), p, eos_token_ids=eng.spec.eos_token_ids, max_model_len=1 << 21,
+                        sample_seed=i)
+            for t in range(100):  # an output history for the penalties
+                r.append_token(1000 + (t * 7 + i) % 300)
+            if p.structured_outputs is not None:
+                r.matcher = eng.grammars.matcher(p.structured_outputs)
+            reqs.append(r)
+        for _ in range(3):
+            eng.runner.sampler(logits, reqs, drawn=drawn)
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            eng.runner.sampler(logits, reqs, drawn=drawn)
+        sync()
+        res[f"sampler_{kind}_ms"] = 1e3 * (time.perf_counter() - t0) / iters
+        if kind == "json":
+            f = logits.float()
+            rows = list(range(batch))
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                mask_logits(f, rows, [r.matcher for r in reqs], [r.eos_token_ids for r in reqs])
+            sync()
+            res["mask_logits_json_ms"] = 1e3 * (time.perf_counter() - t0) / iters
+    return dict(batch=batch, **res)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="qwen2.5-7b")
@@ -156,13 +202,16 @@ def main() -> int:
     t_all = time.perf_counter()
     for b in (int(x) for x in args.batches.split(",")):
         prompts = [base[i % len(base)] for i in range(b)]
-        for k in ("plain", "bias", "json", "regex", "choice"):
+        for k in ("plain", "bias", "penalty", "json", "regex", "choice"):
             results.append(dict(case=f"{k}_b{b}", **run(llm, tok, prompts, [k] * b, mt, banned)))
         if b > 1:  # half JSON, half plain: what a structured row costs the plain rows beside it
             kinds = ["json" if i % 2 else "plain" for i in range(b)]
             results.append(dict(case=f"mixed_json_plain_b{b}", **run(llm, tok, prompts, kinds, mt, banned)))
     forced = next(t for t in range(1000, 2000) if t not in banned)
     results.append(dict(case="forced_b4", **run(llm, tok, base[:4], ["bias"] * 4, 16, banned, forced=forced)))
+    costs = [sampler_costs(llm, base[0], b, banned) for b in (1, 16, 64)]
+    for c in costs:
+        print("sampler costs", json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in c.items()}))
     for r in results:
         pk = "  ".join(f"{k}: {d['output_tokens']} tok, TPOT {d['tpot_mean_ms'] or 0:.2f} ms"
                        for k, d in r["per_kind"].items())
@@ -173,7 +222,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(shape=args.shape, tokenizer=args.tokenizer, max_tokens=mt, seconds_all=time.perf_counter() - t_all,
                 device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
-    (out / "constrained_decode.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
+    doc = dict(meta=meta, results=results, sampler_costs=costs)
+    (out / "constrained_decode.json").write_text(json.dumps(doc, indent=1))
     return 1 if any(r["n_errors"] for r in results) else 0
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 import time
 
+import torch
+
 from tachyon.sampling import Logprob, SamplingParams
 
 PLACEHOLDER = -1  # an output token sampled on the device whose value the host has not read yet
@@ -57,6 +59,15 @@ class Request:
         self.finished_time: float | None = None
         self.detokenizer = None  # set by the engine when a tokenizer exists
         self.matcher = None  # llguidance matcher of params.structured_outputs (engine/structured.py), set by the engine
+        self._logit_bias: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def logit_bias_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """params.logit_bias as host tensors (token ids int64, biases float32), made on the first call and kept."""
+        if self._logit_bias is None:
+            bias = self.params.logit_bias or {}
+            self._logit_bias = (torch.tensor(list(bias), dtype=torch.long),
+                                torch.tensor(list(bias.values()), dtype=torch.float32))
+        return self._logit_bias
 
     @property
     def num_prompt_tokens(self) -> int:

@@ -27,31 +27,60 @@ class SampleResult:
     logprobs: list[tuple[float, int, list[int], list[float]] | None]
 
 
-def apply_logit_bias(logits: torch.Tensor, bias: dict[int, float]) -> None:
-    """Add each token's bias to one row's logits (in place); ids are checked against the vocabulary on admission."""
-    ids = torch.tensor(list(bias), dtype=torch.long, device=logits.device)
-    logits.index_add_(0, ids, torch.tensor(list(bias.values()), dtype=logits.dtype, device=logits.device))
+def _flat(rows: list[int], ids: list[torch.Tensor], vocab: int, device: torch.device) -> torch.Tensor:
+    """Indices into a (rows, vocab) tensor's flat view: ids[k] of row rows[k], in one host->device copy."""
+    return torch.cat([t + row * vocab for row, t in zip(rows, ids)]).to(device, non_blocking=True)
 
 
-def apply_penalties(logits: torch.Tensor, req: Request) -> torch.Tensor:
-    """Repetition (prompt + output, HF semantics) then presence/frequency (output only, OpenAI)."""
-    p = req.params
-    if p.repetition_penalty != 1.0:
-        seen = torch.tensor(sorted(set(req.token_ids)), dtype=torch.long, device=logits.device)
-        vals = logits[seen]
-        logits[seen] = torch.where(vals > 0, vals / p.repetition_penalty, vals * p.repetition_penalty)
-    if (p.presence_penalty or p.frequency_penalty) and req.num_output_tokens:
-        out = torch.tensor(req.output_token_ids, dtype=torch.long, device=logits.device)
-        counts = torch.zeros_like(logits).scatter_add_(0, out, torch.ones_like(out, dtype=logits.dtype))
-        logits -= p.frequency_penalty * counts + p.presence_penalty * (counts > 0).to(logits.dtype)
-    return logits
+def apply_logit_biases(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
+    """In place: logits[rows[k]] += reqs[k]'s logit_bias (ids checked against the vocabulary on admission), every
+    row in one index_add. `logits` is contiguous (batch, vocab)."""
+    pairs = [r.logit_bias_tensors() for r in reqs]
+    idx = _flat(rows, [ids for ids, _ in pairs], logits.shape[-1], logits.device)
+    vals = torch.cat([v for _, v in pairs]).to(logits.device, logits.dtype, non_blocking=True)
+    logits.view(-1).index_add_(0, idx, vals)
 
 
-def ban_stop_tokens(logits: torch.Tensor, req: Request) -> None:
-    """min_tokens: EOS and stop tokens cannot be sampled before min_tokens outputs exist (in place)."""
-    banned = [t for t in (*req.eos_token_ids, *req.params.stop_token_ids) if t < logits.shape[-1]]
-    if banned:
-        logits[banned] = float("-inf")
+def apply_penalties(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
+    """In place on logits[rows]: repetition penalty (prompt + output tokens, HF semantics), then presence and
+    frequency penalties (output tokens only, OpenAI's formula), every row at once. A row whose params leave a
+    penalty at its neutral value is unchanged by it (x / 1 and x - 0 are exact)."""
+    vocab, dev = logits.shape[-1], logits.device
+    n = len(rows)
+    idx = torch.tensor(rows, dtype=torch.long).to(dev, non_blocking=True)
+    sub = logits.index_select(0, idx)
+    rep = [k for k, r in enumerate(reqs) if r.params.repetition_penalty != 1.0]
+    if rep:
+        seen = torch.zeros(n, vocab, dtype=torch.bool, device=dev)
+        seen.view(-1)[_flat(rep, [_known_tokens(reqs[k]) for k in rep], vocab, dev)] = True
+        rp = torch.tensor([r.params.repetition_penalty for r in reqs], dtype=sub.dtype).to(dev, non_blocking=True)
+        rp = rp[:, None]
+        sub = torch.where(seen, torch.where(sub > 0, sub / rp, sub * rp), sub)
+    pf = [k for k, r in enumerate(reqs)
+          if (r.params.presence_penalty or r.params.frequency_penalty) and r.num_output_tokens]
+    if pf:
+        out = [torch.tensor(reqs[k].output_token_ids, dtype=torch.long) for k in pf]
+        counts = torch.zeros(n, vocab, dtype=sub.dtype, device=dev)
+        flat = _flat(pf, out, vocab, dev)
+        counts.view(-1).index_add_(0, flat, torch.ones(flat.shape, dtype=sub.dtype, device=dev))
+        fp_pp = torch.tensor([[r.params.frequency_penalty, r.params.presence_penalty] for r in reqs],
+                             dtype=sub.dtype).to(dev, non_blocking=True)
+        sub = sub - fp_pp[:, :1] * counts - fp_pp[:, 1:] * (counts > 0).to(sub.dtype)
+    logits.index_copy_(0, idx, sub)
+
+
+def _known_tokens(r: Request) -> torch.Tensor:
+    """Prompt and host-known output tokens (no pending placeholders)."""
+    return torch.tensor(r.token_ids[: r.num_tokens - r.num_pending], dtype=torch.long)
+
+
+def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
+    """min_tokens, in place: EOS and stop tokens of reqs[k] cannot be drawn from logits[rows[k]]."""
+    vocab = logits.shape[-1]
+    flat = [row * vocab + t for row, r in zip(rows, reqs) for t in (*r.eos_token_ids, *r.params.stop_token_ids)
+            if t < vocab]
+    if flat:
+        logits.view(-1)[torch.tensor(flat, dtype=torch.long).to(logits.device, non_blocking=True)] = float("-inf")
 
 
 def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -102,16 +131,16 @@ class Sampler:
         raw = logits
         logits = logits.float()
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
-        if special:
-            logits = logits.clone()
-            for i in special:
-                r = reqs[i]
-                if r.params.logit_bias:
-                    apply_logit_bias(logits[i], r.params.logit_bias)
-                if _has_penalty(r):
-                    apply_penalties(logits[i], r)
-                if r.num_output_tokens < r.params.min_tokens:
-                    ban_stop_tokens(logits[i], r)
+        if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
+            same = logits.data_ptr() == raw.data_ptr()
+            logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
+            groups = ((apply_logit_biases, lambda r: bool(r.params.logit_bias)),
+                      (apply_penalties, _has_penalty),
+                      (ban_stop_tokens, lambda r: r.num_output_tokens < r.params.min_tokens))
+            for apply, wants in groups:  # in the module docstring's order, each over all its rows at once
+                rows = [i for i in special if wants(reqs[i])]
+                if rows:
+                    apply(logits, rows, [reqs[i] for i in rows])
             structured = [i for i in special if reqs[i].matcher is not None]
             if structured:
                 mask_logits(logits, structured, [reqs[i].matcher for i in structured],

@@ -212,20 +212,45 @@ def test_logit_bias_forces_sampled_tokens_and_keeps_raw_logprobs(llm, tiny_llama
     assert abs(out.logprobs[0][321].logprob - raw) < 1e-4
 
 
-def test_presence_and_frequency_penalties_formula():
+def test_batched_biases_penalties_and_bans_match_the_per_element_formulas():
+    """The sampler's batched logit_bias, penalties (repetition: HF's, on prompt + output; presence / frequency:
+    OpenAI's, on output) and min_tokens bans change exactly the elements the per-token formulas say, each row by
+    its own params, and leave a row not listed (index 2) alone."""
     from tachyon.engine.request import Request
-    from tachyon.engine.sampler import apply_penalties
+    from tachyon.engine.sampler import apply_logit_biases, apply_penalties, ban_stop_tokens
 
-    sp = SamplingParams(presence_penalty=0.5, frequency_penalty=0.25)
-    req = Request("r", [1, 2], sp, eos_token_ids=[0], max_model_len=100, sample_seed=0)
-    for t in (5, 5, 7):
-        req.append_token(t)
-    logits = torch.zeros(10)
-    out = apply_penalties(logits.clone(), req)
-    expected = torch.zeros(10)
-    expected[5] -= 0.5 + 2 * 0.25
-    expected[7] -= 0.5 + 0.25
-    assert torch.allclose(out, expected)
+    def req(prompt, outputs, **kw):
+        r = Request("r", prompt, SamplingParams(**kw), eos_token_ids=[0], max_model_len=100, sample_seed=0)
+        for t in outputs:
+            r.append_token(t)
+        return r
+
+    reqs = [req([1, 2], [5, 5, 7], presence_penalty=0.5, frequency_penalty=0.25, logit_bias={4: 2.0, 9: -1.5}),
+            req([3, 3], [6], repetition_penalty=1.5, stop_token_ids=[8]),
+            req([4], [4, 1], repetition_penalty=2.0, frequency_penalty=-0.5, logit_bias={1: 0.75})]
+    rows = [0, 1, 3]
+    torch.manual_seed(0)
+    logits = torch.randn(4, 10)
+    exp = logits.clone()
+    for row, r in zip(rows, reqs):
+        p, x = r.params, exp[row]
+        for t, b in (p.logit_bias or {}).items():
+            x[t] += b
+        for t in set(r.token_ids):
+            if p.repetition_penalty != 1.0:
+                x[t] = x[t] / p.repetition_penalty if x[t] > 0 else x[t] * p.repetition_penalty
+        for t in set(r.output_token_ids):
+            x[t] -= p.frequency_penalty * r.output_token_ids.count(t) + p.presence_penalty
+        for t in (*r.eos_token_ids, *p.stop_token_ids):
+            x[t] = float("-inf")
+    got = logits.clone()
+    biased = [k for k, r in enumerate(reqs) if r.params.logit_bias]
+    apply_logit_biases(got, [rows[k] for k in biased], [reqs[k] for k in biased])
+    apply_penalties(got, rows, reqs)
+    ban_stop_tokens(got, rows, reqs)
+    assert torch.allclose(got, exp, atol=1e-6)
+    assert torch.equal(got[2], logits[2])
+    assert not torch.equal(got[3], logits[3])
 
 
 @pytest.mark.parametrize("top_k,top_p,min_p", [(3, 1.0, 0.0), (0, 0.6, 0.0), (0, 1.0, 0.2), (4, 0.9, 0.05)])
