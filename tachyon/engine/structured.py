@@ -99,6 +99,11 @@ def _executor():
     return _EXECUTOR
 
 
+def _int32_bit(b: int) -> int:
+    """The int32 whose only set bit is b (bit 31 is the sign bit)."""
+    return -(1 << 31) if b == 31 else 1 << b
+
+
 def mask_logits(logits: torch.Tensor, rows: list[int], matchers: list, eos_token_ids: list[list[int]]) -> None:
     """In place: each logits[rows[k]] keeps only the tokens matchers[k] accepts next (-inf elsewhere); a matcher
     that has stopped or failed keeps only eos_token_ids[k]. The host fills one bitmask for all rows (in parallel,
@@ -107,14 +112,16 @@ def mask_logits(logits: torch.Tensor, rows: list[int], matchers: list, eos_token
     words = (vocab + 31) // 32
     bitmask = torch.zeros(len(rows), words, dtype=torch.int32)
     ended = [k for k, m in enumerate(matchers) if m.is_stopped() or m.is_error()]
-    live = [(m, k) for k, m in enumerate(matchers) if k not in ended]
+    ended_set = set(ended)
+    live = [(m, k) for k, m in enumerate(matchers) if k not in ended_set]
     if live:
         _executor().unsafe_compute_mask_ptr(live, bitmask.data_ptr(), words * 4, len(rows))
+    for k in ended:  # EOS only: set its bits on the host, so every row takes the one copy below
+        for t in eos_token_ids[k]:
+            if t < vocab:
+                bitmask[k, t // 32] |= _int32_bit(t % 32)
     bits = torch.arange(32, dtype=torch.int32, device=logits.device)
     device_mask = bitmask.to(logits.device, non_blocking=True)
     allowed = ((device_mask[:, :, None] >> bits) & 1).reshape(len(rows), -1)[:, :vocab].bool()
-    for k in ended:
-        allowed[k] = False
-        allowed[k, [t for t in eos_token_ids[k] if t < vocab]] = True
     idx = torch.tensor(rows, dtype=torch.long, device=logits.device)
     logits[idx] = logits[idx].masked_fill(~allowed, float("-inf"))

@@ -113,7 +113,7 @@ def test_json_object_from_the_default_model(smollm2_gguf):
 def test_mask_logits_matches_llguidance_per_matcher(llm):
     """mask_logits (one bitmask for all rows, unpacked on the device) against each matcher's own byte mask
     (llguidance's compute_logit_bias: 200 allowed, 0 not), rows in any order, other rows untouched; a stopped
-    matcher allows only EOS."""
+    matcher allows only its EOS ids (here also ids on a word's sign bit and its lowest bit)."""
     import torch
 
     from tachyon.engine.structured import mask_logits
@@ -129,11 +129,12 @@ def test_mask_logits_matches_llguidance_per_matcher(llm):
     logits = torch.randn(6, vocab)
     rows = [4, 0, 2, 5]
     out = logits.clone()
-    mask_logits(out, rows, matchers, [eos] * 4)
-    for r, m in zip(rows, matchers):
+    eos_lists = [eos, eos, eos, [*eos, 31, 32, 95]]
+    mask_logits(out, rows, matchers, eos_lists)
+    for r, m, e in zip(rows, matchers, eos_lists):
         if m.is_stopped():
             want = torch.zeros(vocab, dtype=torch.bool)
-            want[eos] = True
+            want[e] = True
         else:
             want = torch.frombuffer(bytearray(m.compute_logit_bias()), dtype=torch.uint8)[:vocab] > 0
         assert torch.equal(torch.isfinite(out[r]), want)

@@ -1,4 +1,4 @@
-# Stop 50, second call: constrained_decode.py again after the sampler batches its logit_bias / penalty / min_tokens
+# Stop 50, second call (and third, constrained part only, after mask_logits sets ended rows' EOS bits on the host): constrained_decode.py again after the sampler batches its logit_bias / penalty / min_tokens
 # rows (one index_add / one mask each instead of a few small copies and kernels a row), with penalty rows and the
 # sampler's own cost per kind of row (sampler_costs); then Qwen2.5-7B bs1 and seed8 beside transformers
 # (acceptance.sh hf_7). ~5 minutes on a warm machine. Usage (device, repo root; carry .whl and .gpu_tok):
