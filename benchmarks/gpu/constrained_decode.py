@@ -188,6 +188,8 @@ def main() -> int:
     ap.add_argument("--batches", default="1,16,64")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
+                    "(comma-separated); the top functions by own time go to profile_<kind>.txt under --out")
     ap.add_argument("--overrides", default="{}", help="JSON merged into the shape's config (a CPU check: layers)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
@@ -214,6 +216,21 @@ def main() -> int:
             results.append(dict(case=f"mixed_json_plain_b{b}", **run(llm, tok, prompts, kinds, mt, banned)))
     forced = next(t for t in range(1000, 2000) if t not in banned)
     results.append(dict(case="forced_b4", **run(llm, tok, base[:4], ["bias"] * 4, 16, banned, forced=forced)))
+    for k in filter(None, args.profile.split(",")):
+        import cProfile
+        import io
+        import pstats
+
+        b = int(args.batches.split(",")[-1])
+        prof = cProfile.Profile()
+        prof.enable()
+        run(llm, tok, [base[i % len(base)] for i in range(b)], [k] * b, mt, banned)
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
+        pstats.Stats(prof, stream=buf).sort_stats("cumtime").print_stats(40)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / f"profile_{k}.txt").write_text(buf.getvalue())
     costs = [sampler_costs(llm, base[0], b, banned) for b in (1, 16, 64)]
     for c in costs:
         print("sampler costs", json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in c.items()}))
