@@ -110,6 +110,17 @@ def run(llm: LLM, tok, prompts: list[list[int]], kinds: list[str], max_tokens: i
         if len(ids) > 1:
             m = o.metrics
             d["tpot_ms"].append(1e3 * (m.finished_time - m.first_token_time) / (len(ids) - 1))
+        if k == "json_string":  # an unbounded string: max_tokens mostly ends it, inside the string
+            text = tok.decode(ids, skip_special_tokens=True)
+            if c.finish_reason == "stop":
+                try:
+                    ok = list(json.loads(text)) == ["text"]
+                except ValueError:
+                    ok = False
+            else:
+                ok = text.startswith('{"text": "')
+            if not ok:
+                errors.append(f"json_string: off the schema ({c.finish_reason}): {text[:80]!r}")
         if k in ("json", "json_text", "regex", "choice"):
             text = tok.decode(ids, skip_special_tokens=True)
             if c.finish_reason != "stop":
@@ -188,6 +199,10 @@ def main() -> int:
     ap.add_argument("--batches", default="1,16,64")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--kinds", default="plain,bias,penalty,json,json_text,regex,choice",
+                    help="row kinds run alone at each batch size (also: json_string, an unbounded JSON string)")
+    ap.add_argument("--mask-first", action="store_true",
+                    help="structured rows always mask before drawing (the sampler's raw-draw path off: an A/B)")
     ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
                     "(comma-separated); the top functions by own time go to profile_<kind>.txt under --out")
     ap.add_argument("--overrides", default="{}", help="JSON merged into the shape's config (a CPU check: layers)")
@@ -195,11 +210,16 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    if args.mask_first:
+        from tachyon.engine import sampler
+
+        sampler.RAW_DRAW_MAX_MISSES, sampler.RAW_DRAW_RETRY_EVERY = 0, 1 << 62
     llm = LLM(args.shape, load_format="dummy", tokenizer=args.tokenizer, max_model_len=2048, device=args.device,
               hf_config_overrides={**json.loads(args.overrides), "eos_token_id": tok.eos_token_id})
     wl = Path(__file__).resolve().parents[2] / "tachyon" / "bench" / "workloads" / "seed8.json"
-    base = [r["prompt_token_ids"][:64] for r in json.loads(wl.read_text())["requests"]]
-    banned = [int(t) for t in torch.randint(0, 152_000, (50,), generator=torch.Generator().manual_seed(1))]
+    vocab = llm.engine.spec.vocab_size
+    base = [[t % vocab for t in r["prompt_token_ids"][:64]] for r in json.loads(wl.read_text())["requests"]]
+    banned = [int(t) for t in torch.randint(0, vocab, (50,), generator=torch.Generator().manual_seed(1))]
     mt = args.max_tokens
     # warm-up: every path once (the llguidance tokenizer is built on the first structured request)
     llm.generate(base[:2], SamplingParams(max_tokens=8, ignore_eos=True, detokenize=False), use_tqdm=False)
@@ -209,7 +229,7 @@ def main() -> int:
     t_all = time.perf_counter()
     for b in (int(x) for x in args.batches.split(",")):
         prompts = [base[i % len(base)] for i in range(b)]
-        for k in ("plain", "bias", "penalty", "json", "json_text", "regex", "choice"):
+        for k in args.kinds.split(","):
             results.append(dict(case=f"{k}_b{b}", **run(llm, tok, prompts, [k] * b, mt, banned)))
         if b > 1:  # half JSON, half plain: what a structured row costs the plain rows beside it
             kinds = ["json" if i % 2 else "plain" for i in range(b)]
@@ -242,7 +262,8 @@ def main() -> int:
             print("   ", e)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = dict(shape=args.shape, tokenizer=args.tokenizer, max_tokens=mt, seconds_all=time.perf_counter() - t_all,
+    meta = dict(shape=args.shape, overrides=args.overrides, mask_first=args.mask_first, tokenizer=args.tokenizer,
+                max_tokens=mt, seconds_all=time.perf_counter() - t_all,
                 device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     doc = dict(meta=meta, results=results, sampler_costs=costs)
     (out / "constrained_decode.json").write_text(json.dumps(doc, indent=1))

@@ -164,3 +164,149 @@ def test_bad_grammars_and_combinations_name_the_field(llm):
     with pytest.raises(ValueError, match="ignore_eos or min_tokens"):
         SamplingParams(ignore_eos=True, structured_outputs=StructuredOutputsParams(choice=["a"]))
     assert not llm.engine.has_unfinished()
+
+
+class _SetMatcher:
+    """A matcher stand-in whose language allows one fixed token set at every step."""
+
+    def __init__(self, allowed: set[int]):
+        self.allowed, self.tries, self.consumed = allowed, 0, []
+
+    def is_stopped(self) -> bool:
+        return False
+
+    def is_error(self) -> bool:
+        return False
+
+    def try_consume_tokens(self, tokens: list[int]) -> int:
+        self.tries += 1
+        if tokens[0] in self.allowed:
+            self.consumed.append(tokens[0])
+            return 1
+        return 0
+
+    def consume_token(self, token: int) -> bool:
+        self.consumed.append(token)
+        return token in self.allowed
+
+
+def test_raw_draw_first_is_exact_rejection_sampling(monkeypatch):
+    """Unfiltered structured rows draw unmasked first and redraw from the masked logits only when the matcher
+    rejects the token. Over 6,000 seeds the tokens' frequencies match softmax(logits / T) restricted to the allowed
+    set (an independent computation; bound: 5 standard errors a token), every token is allowed, a good share of
+    rows were redrawn (the path really ran), and greedy rows give the masked argmax. A top-p row masks first (its
+    filter is computed over the masked logits): its matcher is never asked to try a token."""
+    import torch
+
+    from tachyon.engine import sampler as sampler_mod
+    from tachyon.engine.request import Request
+
+    def fake_mask(logits, rows, matchers, eos):
+        for r, m in zip(rows, matchers):
+            keep = torch.zeros(logits.shape[-1], dtype=torch.bool)
+            keep[sorted(m.allowed)] = True
+            logits[r] = logits[r].masked_fill(~keep, float("-inf"))
+
+    monkeypatch.setattr(sampler_mod, "mask_logits", fake_mask)
+    allowed = {1, 4, 5, 9}
+    torch.manual_seed(0)
+    row = torch.randn(12) * 1.5
+    n, temp = 6000, 0.7
+
+    def requests(**kw):
+        reqs = []
+        for i in range(n):
+            sp = SamplingParams(seed=i, structured_outputs=StructuredOutputsParams(choice=["stand-in"]), **kw)
+            r = Request(f"r{i}", [3], sp, eos_token_ids=[0], max_model_len=100, sample_seed=i)
+            r.matcher = _SetMatcher(allowed)
+            reqs.append(r)
+        return reqs
+
+    reqs = requests(temperature=temp)
+    tokens = sampler_mod.Sampler()(row.repeat(n, 1), reqs).token_ids
+    assert set(tokens) <= allowed
+    assert all(r.matcher.tries == 1 and r.matcher.consumed[-1] == t for r, t in zip(reqs, tokens))
+    redrawn = sum(r.raw_draw_misses for r in reqs)
+    p = torch.softmax(row.double() / temp, -1)
+    p_allowed = float(p[sorted(allowed)].sum())
+    assert abs(redrawn / n - (1 - p_allowed)) < 5 * (p_allowed * (1 - p_allowed) / n) ** 0.5 and redrawn > n // 10
+    for t in allowed:
+        want = float(p[t]) / p_allowed
+        got = tokens.count(t) / n
+        assert abs(got - want) < 5 * (want * (1 - want) / n) ** 0.5 + 1e-9, (t, got, want)
+
+    greedy = requests(temperature=0.0)[:3]
+    masked_argmax = max(allowed, key=lambda t: float(row[t]))
+    assert int(row.argmax()) not in allowed  # the raw argmax is rejected here, so the redraw decides
+    assert sampler_mod.Sampler()(row.repeat(3, 1), greedy).token_ids == [masked_argmax] * 3
+
+    filtered = requests(temperature=temp, top_p=0.9)[:50]
+    tokens = sampler_mod.Sampler()(row.repeat(50, 1), filtered).token_ids
+    assert set(tokens) <= allowed and all(r.matcher.tries == 0 for r in filtered)
+
+
+def test_rows_that_keep_missing_mask_first_and_retry_every_8th_token():
+    """After RAW_DRAW_MAX_MISSES rejected raw draws in a row a structured row masks first, except on every
+    RAW_DRAW_RETRY_EVERY-th output token; an accepted raw draw resets the count."""
+    from tachyon.engine import sampler as sampler_mod
+    from tachyon.engine.request import Request
+
+    r = Request("r", [3], SamplingParams(temperature=1.0), eos_token_ids=[0], max_model_len=100, sample_seed=0)
+    r.matcher = _SetMatcher({1})
+    assert sampler_mod.tries_raw_draw(r, 12)
+    r.raw_draw_misses = sampler_mod.RAW_DRAW_MAX_MISSES
+    for t in range(1, 2 * sampler_mod.RAW_DRAW_RETRY_EVERY + 1):
+        r.append_token(1)
+        assert sampler_mod.tries_raw_draw(r, 12) == (t % sampler_mod.RAW_DRAW_RETRY_EVERY == 0)
+
+
+def test_matcher_accepts_exactly_the_tokens_its_mask_allows(llm):
+    """The raw-draw path's test (try_consume_tokens on a copy) agrees with the mask on every token of the
+    vocabulary, EOS included, in a JSON string, after a key, in an accepting regex state and at a choice's end."""
+    import torch
+
+    engine = llm.engine
+    tok, vocab, eos = engine.tokenizer, engine.spec.vocab_size, engine.spec.eos_token_ids
+    states = [(StructuredOutputsParams(json={"type": "object", "properties": {"t": {"type": "string"}}}),
+               '{"t": "ab'),
+              (StructuredOutputsParams(json=SCHEMA), '{"ok": true, "colour": '),
+              (StructuredOutputsParams(regex="[0-9]+(x|yz)?"), "12"),
+              (StructuredOutputsParams(choice=["ab", "abc"]), "ab")]
+    for spec, prefix in states:
+        m = engine.grammars.matcher(spec)
+        assert m.consume_tokens(tok.encode(prefix, add_special_tokens=False))
+        want = torch.frombuffer(bytearray(m.compute_logit_bias()), dtype=torch.uint8)[:vocab] > 0
+        got = torch.tensor([bool(m.deep_copy().try_consume_tokens([t])) for t in range(vocab)])
+        assert torch.equal(got, want), (prefix, (got != want).nonzero().flatten()[:10].tolist())
+        assert want[eos].any() == m.is_accepting()
+
+
+def test_greedy_json_from_the_default_model_skips_most_masks(smollm2_gguf, monkeypatch):
+    """SmolLM2-135M-Instruct (greedy) asked for JSON under a schema: the same text with the raw-draw path as with
+    masks on every token, and far fewer masks computed (the model's own tokens mostly fit the grammar)."""
+    from tachyon.engine import sampler as sampler_mod
+
+    calls = []
+    real_mask = sampler_mod.mask_logits
+
+    def counting_mask(logits, rows, *args):
+        calls.append(len(rows))
+        return real_mask(logits, rows, *args)
+
+    monkeypatch.setattr(sampler_mod, "mask_logits", counting_mask)
+    llm = LLM(None, device="cpu", dtype="float32", max_model_len=512)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 30},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+              "required": ["name", "age"], "additionalProperties": False}
+    sp = SamplingParams(temperature=0, max_tokens=60, structured_outputs=StructuredOutputsParams(json=schema))
+    msgs = [{"role": "user", "content": "Give a JSON object with the name and age of a fictional person."}]
+    fast = llm.chat(msgs, sp, use_tqdm=False)[0].outputs[0]
+    masks_fast = sum(calls)
+    monkeypatch.setattr(sampler_mod, "RAW_DRAW_MAX_MISSES", 0)
+    monkeypatch.setattr(sampler_mod, "RAW_DRAW_RETRY_EVERY", 10**9)
+    calls.clear()
+    slow = llm.chat(msgs, sp, use_tqdm=False)[0].outputs[0]
+    assert fast.token_ids == slow.token_ids and fast.finish_reason == "stop"
+    jsonschema.validate(json.loads(fast.text), schema)
+    assert sum(calls) == len(slow.token_ids)
+    assert masks_fast <= len(fast.token_ids) // 2, (masks_fast, len(fast.token_ids))
