@@ -201,8 +201,6 @@ def main() -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--kinds", default="plain,bias,penalty,json,json_text,regex,choice",
                     help="row kinds run alone at each batch size (also: json_string, an unbounded JSON string)")
-    ap.add_argument("--mask-first", action="store_true",
-                    help="structured rows always mask before drawing (the sampler's raw-draw path off: an A/B)")
     ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
                     "(comma-separated); the top functions by own time go to profile_<kind>.txt under --out")
     ap.add_argument("--overrides", default="{}", help="JSON merged into the shape's config (a CPU check: layers)")
@@ -210,10 +208,6 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
-    if args.mask_first:
-        from tachyon.engine import sampler
-
-        sampler.RAW_DRAW_MAX_MISSES, sampler.RAW_DRAW_RETRY_EVERY = 0, 1 << 62
     llm = LLM(args.shape, load_format="dummy", tokenizer=args.tokenizer, max_model_len=2048, device=args.device,
               hf_config_overrides={**json.loads(args.overrides), "eos_token_id": tok.eos_token_id})
     wl = Path(__file__).resolve().parents[2] / "tachyon" / "bench" / "workloads" / "seed8.json"
@@ -262,7 +256,7 @@ def main() -> int:
             print("   ", e)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = dict(shape=args.shape, overrides=args.overrides, mask_first=args.mask_first, tokenizer=args.tokenizer,
+    meta = dict(shape=args.shape, overrides=args.overrides, tokenizer=args.tokenizer,
                 max_tokens=mt, seconds_all=time.perf_counter() - t_all,
                 device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     doc = dict(meta=meta, results=results, sampler_costs=costs)

@@ -59,7 +59,6 @@ class Request:
         self.finished_time: float | None = None
         self.detokenizer = None  # set by the engine when a tokenizer exists
         self.matcher = None  # llguidance matcher of params.structured_outputs (engine/structured.py), set by the engine
-        self.raw_draw_misses = 0  # consecutive raw draws its matcher rejected (engine/sampler.py tries_raw_draw)
         self._logit_bias: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def logit_bias_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -6,13 +6,6 @@ whatever else runs. A row's logits get, in order: its logit_bias, its penalties,
 bans, its structured-output mask (engine/structured.py), then temperature and the filters; a
 structured row's matcher then consumes the token drawn. Logprobs are those of the raw model distribution
 (log-softmax of the logits before all of these), as vLLM reports by default.
-
-Structured rows without top-k / top-p / min-p filters (greedy, or drawn from the whole softmax) draw first from
-their logits unmasked, and only a token the matcher rejects sends the row to its mask and a second draw, on an
-independent random stream. This is rejection sampling, so the token's distribution is exactly the masked one
-(greedy: the argmax, if allowed, is the masked argmax); a model that follows the grammar skips the mask (on an
-H200 host, llguidance fills 64 JSON masks in ~5 ms, more than a 7B decode step). A filter is computed over the
-masked logits, so filtered rows mask first.
 """
 
 from __future__ import annotations
@@ -24,16 +17,7 @@ import torch
 from tachyon import kernels
 from tachyon.engine.request import Request
 from tachyon.engine.structured import mask_logits
-from tachyon.kernels.sampling import row_is_unfiltered
 from tachyon.sampling import Logprob, SamplingParams
-
-# A structured row whose last RAW_DRAW_MAX_MISSES raw draws were all rejected computes its mask first, trying the raw
-# draw again every RAW_DRAW_RETRY_EVERY-th output token (a model that ignores the grammar pays the retry's extra
-# draw and its mask's lost overlap with the forward pass on 1 token in 8, not on every one).
-RAW_DRAW_MAX_MISSES = 2
-RAW_DRAW_RETRY_EVERY = 8
-# the redraw after a rejection reads the random stream of step (num_sampled + this): never a real step's
-REDRAW_STEP_OFFSET = 1 << 40
 
 
 @dataclass
@@ -99,9 +83,8 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
         logits.view(-1)[torch.tensor(flat, dtype=torch.long).to(logits.device, non_blocking=True)] = float("-inf")
 
 
-def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
-    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes; `step_offset`
-    moves every row to another random stream of its seed (REDRAW_STEP_OFFSET: a second, independent draw)."""
+def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes."""
     ps = [r.params for r in reqs]
     return (
         torch.tensor([p.temperature for p in ps], dtype=torch.float32).to(device, non_blocking=True),
@@ -109,7 +92,7 @@ def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int
         torch.tensor([p.top_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([p.min_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([r.sample_seed for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
-        torch.tensor([r.num_sampled + step_offset for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
+        torch.tensor([r.num_sampled for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
     )
 
 
@@ -159,33 +142,19 @@ class Sampler:
                 if rows:
                     apply(logits, rows, [reqs[i] for i in rows])
             structured = [i for i in special if reqs[i].matcher is not None]
-            trial = {i for i in structured if tries_raw_draw(reqs[i], logits.shape[-1])}
-            mask_first = [i for i in structured if i not in trial]
-            if mask_first:
-                mask_logits(logits, mask_first, [reqs[i].matcher for i in mask_first],
-                            [reqs[i].eos_token_ids for i in mask_first])
+            if structured:
+                mask_logits(logits, structured, [reqs[i].matcher for i in structured],
+                            [reqs[i].eos_token_ids for i in structured])
         if drawn is not None and not special:
             token_t = drawn
+        elif all(r.params.temperature == 0.0 for r in reqs):
+            token_t = torch.argmax(logits, dim=-1)
         else:
-            token_t = _draw(logits, reqs)
+            token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))
         tokens = token_t.tolist()
-        if special:
-            missed = []
-            for i in structured:
-                r = reqs[i]
-                if i not in trial:
-                    r.matcher.consume_token(tokens[i])  # a failure leaves it erred: its next mask is EOS only
-                elif r.matcher.try_consume_tokens([tokens[i]]):
-                    r.raw_draw_misses = 0
-                else:
-                    r.raw_draw_misses += 1
-                    missed.append(i)
-            if missed:  # rejection: these rows draw again, from their masked logits, on an independent stream
-                mask_logits(logits, missed, [reqs[i].matcher for i in missed], [reqs[i].eos_token_ids for i in missed])
-                again = _draw(logits[missed], [reqs[i] for i in missed], REDRAW_STEP_OFFSET).tolist()
-                for i, t in zip(missed, again):
-                    tokens[i] = t
-                    reqs[i].matcher.consume_token(t)
+        for i in special:
+            if reqs[i].matcher is not None:
+                reqs[i].matcher.consume_token(tokens[i])  # a failure leaves it erred: its next mask is EOS only
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
@@ -195,24 +164,6 @@ class Sampler:
                 kk = reqs[i].params.logprobs
                 logprobs[i] = (row[0], row[1], row[2][:kk], row[3][:kk])
         return SampleResult(tokens, logprobs)
-
-
-def _draw(logits: torch.Tensor, reqs: list[Request], step_offset: int = 0) -> torch.Tensor:
-    """One token per row of `logits` by kernels.sample (argmax when every row is greedy)."""
-    if all(r.params.temperature == 0.0 for r in reqs):
-        return torch.argmax(logits, dim=-1)
-    return kernels.sample(logits, *sampling_tensors(reqs, logits.device, step_offset))
-
-
-def tries_raw_draw(r: Request, vocab_size: int) -> bool:
-    """Whether a structured row draws from its logits unmasked first (see the module docstring): its matcher is
-    live, its draw is greedy or from the whole softmax (no top-k / top-p / min-p filter, which a mask would
-    change), and its last RAW_DRAW_MAX_MISSES raw draws were not all rejected (else every RAW_DRAW_RETRY_EVERY-th
-    token only)."""
-    p, m = r.params, r.matcher
-    if m.is_stopped() or m.is_error() or not row_is_unfiltered(p.temperature, p.top_k, p.top_p, p.min_p, vocab_size):
-        return False
-    return r.raw_draw_misses < RAW_DRAW_MAX_MISSES or r.num_output_tokens % RAW_DRAW_RETRY_EVERY == 0
 
 
 def reshapes_logits(p: SamplingParams) -> bool:
