@@ -201,6 +201,8 @@ def main() -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--kinds", default="plain,bias,penalty,json,json_text,regex,choice",
                     help="row kinds run alone at each batch size (also: json_string, an unbounded JSON string)")
+    ap.add_argument("--no-prefetch", action="store_true",
+                    help="structured rows' masks filled when their step samples, not prefetched (an A/B)")
     ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
                     "(comma-separated); the top functions by own time go to profile_<kind>.txt under --out")
     ap.add_argument("--overrides", default="{}", help="JSON merged into the shape's config (a CPU check: layers)")
@@ -208,6 +210,10 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
+    if args.no_prefetch:
+        from tachyon.engine.structured import MaskPrefetch
+
+        MaskPrefetch.start = lambda self, *a: None
     llm = LLM(args.shape, load_format="dummy", tokenizer=args.tokenizer, max_model_len=2048, device=args.device,
               hf_config_overrides={**json.loads(args.overrides), "eos_token_id": tok.eos_token_id})
     wl = Path(__file__).resolve().parents[2] / "tachyon" / "bench" / "workloads" / "seed8.json"
@@ -256,7 +262,7 @@ def main() -> int:
             print("   ", e)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = dict(shape=args.shape, overrides=args.overrides, tokenizer=args.tokenizer,
+    meta = dict(shape=args.shape, overrides=args.overrides, no_prefetch=args.no_prefetch, tokenizer=args.tokenizer,
                 max_tokens=mt, seconds_all=time.perf_counter() - t_all,
                 device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     doc = dict(meta=meta, results=results, sampler_costs=costs)

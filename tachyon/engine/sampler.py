@@ -16,7 +16,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request
-from tachyon.engine.structured import mask_logits
+from tachyon.engine.structured import MaskPrefetch, apply_bitmask
 from tachyon.sampling import Logprob, SamplingParams
 
 
@@ -122,7 +122,10 @@ def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> 
 class Sampler:
     """Logit biases, penalties, min_tokens bans and structured-output masks are applied per row here; the draw
     itself is `kernels.sample` (Triton on GPU, its torch reference on CPU), so both paths share one definition of
-    the filters."""
+    the filters. Structured rows' next masks are filled in the background between calls (`masks`)."""
+
+    def __init__(self) -> None:
+        self.masks = MaskPrefetch()
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
@@ -143,8 +146,9 @@ class Sampler:
                     apply(logits, rows, [reqs[i] for i in rows])
             structured = [i for i in special if reqs[i].matcher is not None]
             if structured:
-                mask_logits(logits, structured, [reqs[i].matcher for i in structured],
-                            [reqs[i].eos_token_ids for i in structured])
+                matchers = [reqs[i].matcher for i in structured]
+                eos = [reqs[i].eos_token_ids for i in structured]
+                apply_bitmask(logits, structured, self.masks.take(matchers, eos, logits.shape[-1]))
         if drawn is not None and not special:
             token_t = drawn
         elif all(r.params.temperature == 0.0 for r in reqs):
@@ -152,9 +156,10 @@ class Sampler:
         else:
             token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))
         tokens = token_t.tolist()
-        for i in special:
-            if reqs[i].matcher is not None:
+        if special and structured:
+            for i in structured:
                 reqs[i].matcher.consume_token(tokens[i])  # a failure leaves it erred: its next mask is EOS only
+            self.masks.start(matchers, eos, logits.shape[-1])  # the next step's, while the engine moves on
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -104,24 +105,76 @@ def _int32_bit(b: int) -> int:
     return -(1 << 31) if b == 31 else 1 << b
 
 
-def mask_logits(logits: torch.Tensor, rows: list[int], matchers: list, eos_token_ids: list[list[int]]) -> None:
-    """In place: each logits[rows[k]] keeps only the tokens matchers[k] accepts next (-inf elsewhere); a matcher
-    that has stopped or failed keeps only eos_token_ids[k]. The host fills one bitmask for all rows (in parallel,
-    by llguidance), copies it once, and the device unpacks it."""
-    vocab = logits.shape[-1]
+def fill_bitmask(matchers: list, eos_token_ids: list[list[int]], vocab: int) -> torch.Tensor:
+    """Host int32 (len(matchers), ceil(vocab / 32)) bitmask: row k holds the tokens matchers[k] accepts next (filled
+    in parallel by llguidance, which drops the GIL), or only eos_token_ids[k] once it has stopped or failed."""
     words = (vocab + 31) // 32
-    bitmask = torch.zeros(len(rows), words, dtype=torch.int32)
+    bitmask = torch.zeros(len(matchers), words, dtype=torch.int32)
     ended = [k for k, m in enumerate(matchers) if m.is_stopped() or m.is_error()]
     ended_set = set(ended)
     live = [(m, k) for k, m in enumerate(matchers) if k not in ended_set]
     if live:
-        _executor().unsafe_compute_mask_ptr(live, bitmask.data_ptr(), words * 4, len(rows))
-    for k in ended:  # EOS only: set its bits on the host, so every row takes the one copy below
+        _executor().unsafe_compute_mask_ptr(live, bitmask.data_ptr(), words * 4, len(matchers))
+    for k in ended:  # EOS only: set on the host, so every row takes the one copy to the device
         for t in eos_token_ids[k]:
             if t < vocab:
                 bitmask[k, t // 32] |= _int32_bit(t % 32)
+    return bitmask
+
+
+def apply_bitmask(logits: torch.Tensor, rows: list[int], bitmask: torch.Tensor) -> None:
+    """In place: logits[rows[k]] keeps the tokens whose bit is set in bitmask[k] (-inf elsewhere); one copy of the
+    bitmask to the device, unpacked there."""
+    vocab = logits.shape[-1]
     bits = torch.arange(32, dtype=torch.int32, device=logits.device)
     device_mask = bitmask.to(logits.device, non_blocking=True)
     allowed = ((device_mask[:, :, None] >> bits) & 1).reshape(len(rows), -1)[:, :vocab].bool()
     idx = torch.tensor(rows, dtype=torch.long, device=logits.device)
     logits[idx] = logits[idx].masked_fill(~allowed, float("-inf"))
+
+
+def mask_logits(logits: torch.Tensor, rows: list[int], matchers: list, eos_token_ids: list[list[int]]) -> None:
+    """In place: each logits[rows[k]] keeps only the tokens matchers[k] accepts next (-inf elsewhere); a matcher
+    that has stopped or failed keeps only eos_token_ids[k]."""
+    apply_bitmask(logits, rows, fill_bitmask(matchers, eos_token_ids, logits.shape[-1]))
+
+
+class MaskPrefetch:
+    """The next step's bitmasks, filled on a background thread while the engine turns this step's tokens into
+    outputs, schedules the next step and launches its forward pass (an H200 host fills 64 JSON masks in 2-5 ms,
+    as long as a 7B decode step).
+
+    Contract: matchers change only when the Sampler feeds them a token, which it does after `take` and before
+    `start`, so a prefetched row always matches its matcher's state. `take` fills the matchers that were not
+    prefetched (a request's first token) on the spot. The thread runs llguidance alone (no torch device work)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="tachyon-masks")
+        self._pending: tuple[Future, list, list[list[int]], int] | None = None
+        self.rows_prefetched = 0  # rows `take` found ready (for tests and stats)
+
+    def start(self, matchers: list, eos_token_ids: list[list[int]], vocab: int) -> None:
+        """Begin filling these matchers' next masks (any earlier unfinished prefetch is dropped once done)."""
+        self._pending = (self._pool.submit(fill_bitmask, matchers, eos_token_ids, vocab), matchers, eos_token_ids,
+                         vocab)
+
+    def take(self, matchers: list, eos_token_ids: list[list[int]], vocab: int) -> torch.Tensor:
+        """fill_bitmask(matchers, eos_token_ids, vocab), from the prefetch where it holds a row's matcher."""
+        pending, self._pending = self._pending, None
+        if pending is None or pending[3] != vocab:
+            return fill_bitmask(matchers, eos_token_ids, vocab)
+        future, done, _, _ = pending
+        ready = future.result()
+        if len(done) == len(matchers) and all(a is b for a, b in zip(done, matchers)):
+            self.rows_prefetched += len(matchers)
+            return ready
+        pos = {id(m): k for k, m in enumerate(done)}  # `done` holds its matchers alive: ids are unique
+        hit = [k for k, m in enumerate(matchers) if id(m) in pos]
+        miss = [k for k, m in enumerate(matchers) if id(m) not in pos]
+        out = torch.empty(len(matchers), ready.shape[1], dtype=torch.int32)
+        if hit:
+            out[hit] = ready[[pos[id(matchers[k])] for k in hit]]
+            self.rows_prefetched += len(hit)
+        if miss:
+            out[miss] = fill_bitmask([matchers[k] for k in miss], [eos_token_ids[k] for k in miss], vocab)
+        return out

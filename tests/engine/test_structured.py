@@ -164,3 +164,49 @@ def test_bad_grammars_and_combinations_name_the_field(llm):
     with pytest.raises(ValueError, match="ignore_eos or min_tokens"):
         SamplingParams(ignore_eos=True, structured_outputs=StructuredOutputsParams(choice=["a"]))
     assert not llm.engine.has_unfinished()
+
+
+def test_mask_prefetch_serves_reordered_and_new_rows(llm):
+    """MaskPrefetch.take returns exactly fill_bitmask's rows for any order of matchers, prefetched or not (a new
+    request's are filled on the spot), and counts the rows it served from the prefetch."""
+    import torch
+
+    from tachyon.engine.structured import MaskPrefetch, fill_bitmask
+
+    engine = llm.engine
+    tok, vocab, eos = engine.tokenizer, engine.spec.vocab_size, engine.spec.eos_token_ids
+    specs = [StructuredOutputsParams(json=SCHEMA), StructuredOutputsParams(regex="[0-9]+x"),
+             StructuredOutputsParams(choice=["ab", "abc"]), StructuredOutputsParams(choice=["z"])]
+    a, b, c, d = (engine.grammars.matcher(s) for s in specs)
+    assert b.consume_tokens(tok.encode("12", add_special_tokens=False))
+    assert d.consume_tokens(tok.encode("z", add_special_tokens=False)) and d.is_stopped()
+    pf = MaskPrefetch()
+    pf.start([a, b, d], [eos] * 3, vocab)
+    got = pf.take([d, c, a], [eos] * 3, vocab)
+    assert torch.equal(got, fill_bitmask([d, c, a], [eos] * 3, vocab)) and pf.rows_prefetched == 2
+    pf.start([a, b], [eos] * 2, vocab)
+    assert torch.equal(pf.take([a, b], [eos] * 2, vocab), fill_bitmask([a, b], [eos] * 2, vocab))
+    assert pf.rows_prefetched == 4
+    assert torch.equal(pf.take([c], [eos], vocab), fill_bitmask([c], [eos], vocab)) and pf.rows_prefetched == 4
+
+
+def test_prefetched_masks_give_the_same_outputs(tiny_llama, monkeypatch):
+    """Structured outputs (JSON, sampled, n=2, beside a plain row) are the same tokens whether the next step's
+    masks are prefetched in the background or filled when the step samples, and the prefetch served most rows."""
+    from tachyon.engine.structured import MaskPrefetch
+
+    sp = SamplingParams(temperature=1.0, seed=11, n=2, max_tokens=60,
+                        structured_outputs=StructuredOutputsParams(json=SCHEMA))
+    other = SamplingParams(temperature=1.0, seed=12, max_tokens=20, ignore_eos=True)
+
+    def run():
+        llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256)
+        outs = llm.generate([PROMPTS[0], PROMPTS[1], [11, 12, 13]], [sp, sp, other], use_tqdm=False)
+        return [c.token_ids for o in outs for c in o.outputs], llm.engine.runner.sampler.masks.rows_prefetched
+
+    with_prefetch, served = run()
+    monkeypatch.setattr(MaskPrefetch, "start", lambda self, *a: None)
+    without, none = run()
+    assert with_prefetch == without and none == 0
+    n_tokens = sum(len(t) for t in with_prefetch[:4])
+    assert served >= n_tokens - 4 * 2, (served, n_tokens)  # all but each row's first mask (and a prompt's end)
