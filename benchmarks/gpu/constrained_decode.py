@@ -179,6 +179,7 @@ def sampler_costs(llm: LLM, prompt: list[int], batch: int, banned: list[int], it
         sync()
         res[f"sampler_{kind}_ms"] = 1e3 * (time.perf_counter() - t0) / iters
         if kind == "json_string":
+            eng.runner.sampler.masks.wait()  # the sampler's prefetch owns the matchers until it is done
             res["json_rows_stopped"] = sum(r.matcher.is_stopped() for r in reqs)
             f = logits.float()
             rows = list(range(batch))
@@ -251,15 +252,15 @@ def main() -> int:
         pstats.Stats(prof, stream=buf).sort_stats("cumtime").print_stats(40)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / f"profile_{k}.txt").write_text(buf.getvalue())
-    costs = [sampler_costs(llm, base[0], b, banned) for b in (1, 16, 64)]
-    for c in costs:
-        print("sampler costs", json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in c.items()}))
     for r in results:
         pk = "  ".join(f"{k}: {d['output_tokens']} tok, TPOT {d['tpot_mean_ms'] or 0:.2f} ms"
                        for k, d in r["per_kind"].items())
         print(f"{r['case']:24s} {r['seconds']:7.2f} s {r['output_tok_s']:9.1f} tok/s  {pk}  errors {r['n_errors']}")
         for e in r["errors"][:3]:
             print("   ", e)
+    costs = [sampler_costs(llm, base[0], b, banned) for b in (1, 16, 64)]
+    for c in costs:
+        print("sampler costs", json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in c.items()}))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(shape=args.shape, overrides=args.overrides, no_prefetch=args.no_prefetch, tokenizer=args.tokenizer,

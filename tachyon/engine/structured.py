@@ -146,7 +146,9 @@ class MaskPrefetch:
 
     Contract: matchers change only when the Sampler feeds them a token, which it does after `take` and before
     `start`, so a prefetched row always matches its matcher's state. `take` fills the matchers that were not
-    prefetched (a request's first token) on the spot. The thread runs llguidance alone (no torch device work)."""
+    prefetched (a request's first token) on the spot. Between `start` and `take` (or `wait`) the thread owns the
+    matchers it was given: llguidance refuses a second thread's call on one of them (RuntimeError "Already
+    mutably borrowed"). The thread runs llguidance alone (no torch device work)."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="tachyon-masks")
@@ -157,6 +159,12 @@ class MaskPrefetch:
         """Begin filling these matchers' next masks (any earlier unfinished prefetch is dropped once done)."""
         self._pending = (self._pool.submit(fill_bitmask, matchers, eos_token_ids, vocab), matchers, eos_token_ids,
                          vocab)
+
+    def wait(self) -> None:
+        """Block until a running prefetch is done: its matchers may then be used from this thread (it is kept for
+        `take`)."""
+        if self._pending is not None:
+            self._pending[0].result()
 
     def take(self, matchers: list, eos_token_ids: list[list[int]], vocab: int) -> torch.Tensor:
         """fill_bitmask(matchers, eos_token_ids, vocab), from the prefetch where it holds a row's matcher."""

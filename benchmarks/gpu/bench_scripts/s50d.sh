@@ -1,4 +1,4 @@
-# Stop 50, fifth call: structured rows' next masks prefetched on a background thread (engine/structured.py
+# Stop 50, fifth and sixth calls (the fifth's prefetch runs stopped at sampler_costs, fixed by MaskPrefetch.wait): structured rows' next masks prefetched on a background thread (engine/structured.py
 # MaskPrefetch) against masks filled when the step samples (--no-prefetch), same machine, twice each (ABAB), on
 # constrained_decode.py's structured kinds at batch 1, 16 and 64. ~4 minutes on a cold machine.
 # Usage (device, repo root; carry .whl and .gpu_tok): TACHYON_GIT_SHA=<sha> bash benchmarks/gpu/bench_scripts/s50d.sh
