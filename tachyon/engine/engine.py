@@ -17,7 +17,7 @@ from tachyon.engine.kv_cache import BlockPool, KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
 from tachyon.engine.runner import ModelRunner
 from tachyon.engine.runner_startup import kv_cache_bytes_per_block
-from tachyon.engine.sampler import logprob_dict
+from tachyon.engine.sampler import feed_matchers, logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.engine.structured import GrammarCompiler
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
@@ -257,7 +257,8 @@ class LLMEngine:
                 if req.num_computed_tokens == req.num_tokens:  # reached its last token: it draws (a chunk short
                     req.add_placeholder()  # of its prompt's end, in a mixed step, does not)
             outs = self._drain(finished_only)
-            self._pending = pending
+            self.runner.finish_launch(pending)  # redraws rows that change their logits, now that their history
+            self._pending = pending  # (and matchers) hold the tokens just drained
             return outs
         outs = self._drain(finished_only)
         live = [(r, n) for r, n in zip(sched.requests, sched.num_new_tokens) if not r.finished]
@@ -277,6 +278,9 @@ class LLMEngine:
         if pending is None:
             return []
         tokens = pending.tokens()
+        fed = [(r, t) for r, t in zip(pending.requests, tokens) if r.matcher is not None and not r.finished]
+        if fed:  # a launched step's structured rows were redrawn on the device: their matchers take the tokens here
+            feed_matchers([r for r, _ in fed], [t for _, t in fed], self.runner.sampler.masks, self.spec.vocab_size)
         return self._process(pending.requests, pending.requests, tokens, [None] * len(tokens), finished_only,
                              fill=True)
 

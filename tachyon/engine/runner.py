@@ -5,7 +5,9 @@ scheduled token; it returns one token (and logprobs if asked) per request whose 
 last token, and fills prompt logprobs for requests that asked. It never touches the block pool.
 `launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
 batch, a prefill step in which every request samples, or a graphed mixed step (whose chunks may stop short of
-their prompts' ends); every request whose scheduled tokens reach its last token draws one token. The one-time
+their prompts' ends); every request whose scheduled tokens reach its last token draws one token. A decode batch
+may hold rows whose logits change before their draw (bias, penalties, bans, structured masks): `finish_launch`
+redraws them once the previous step's tokens are processed, still without waiting for the device. The one-time
 CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_startup.RunnerStartup's.
 """
 
@@ -24,6 +26,7 @@ from tachyon.engine.sampler import (
     SampleResult,
     compute_logprobs,
     logprob_dict,
+    needs_host_logits,
     reshapes_logits,
     sampling_tensors,
 )
@@ -43,6 +46,10 @@ class PendingStep:
     host_tokens: torch.Tensor  # one row per scheduled request
     event: torch.cuda.Event | None
     rows: list[int] | None = None  # each drawing request's row of host_tokens; None: row i is requests[i]'s
+    # a decode step with rows whose logits change before their draw (sampler.needs_host_logits): the step's logits
+    # (valid until the next launch) for ModelRunner.finish_launch, which redraws those rows and then copies the
+    # tokens to the host; None: copied at launch
+    logits: torch.Tensor | None = None
 
     def tokens(self) -> list[int]:
         if self.event is not None:
@@ -105,6 +112,7 @@ class ModelRunner(RunnerStartup):
         self.num_launched = 0  # overlapped decode steps (for tests and stats)
         self.num_prefills_launched = 0  # overlapped prefill steps
         self.num_mixed_launched = 0  # overlapped mixed-graph steps
+        self.num_rows_redrawn = 0  # launched decode rows redrawn by finish_launch (for tests and stats)
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
@@ -152,10 +160,13 @@ class ModelRunner(RunnerStartup):
         logits work."""
         if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
+        decode = self._graph_eligible(sched)
         for r in sched.requests:
             p = r.params
-            if p.logprobs is not None or reshapes_logits(p) or r.num_sampled < p.min_tokens:
+            if p.logprobs is not None:
                 return False
+            if not decode and (reshapes_logits(p) or r.num_sampled < p.min_tokens):
+                return False  # only a decode step's rows are redrawn by finish_launch
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
         return True
@@ -183,8 +194,11 @@ class ModelRunner(RunnerStartup):
         # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible); more is a mixed
         # graph's step, or a prefill step whose inputs are all on the host
         rows = None  # every request draws, but in a mixed step whose chunk stops short of its prompt's end
+        logits = None
         if max(sched.num_new_tokens) == 1:
-            self._launch_decode(sched)
+            logits = self._launch_decode(sched)
+            if not any(reshapes_logits(r.params) or r.num_sampled < r.params.min_tokens for r in reqs):
+                logits = None
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
             self._launch_mixed(sched)  # as in `execute`, a prefill graph that fits goes first (less padding)
@@ -195,26 +209,49 @@ class ModelRunner(RunnerStartup):
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
         host, event = self._host_tokens[self._flip], self._token_events[self._flip]
         self._flip ^= 1
-        host[:bs].copy_(self.last_tokens[:bs], non_blocking=True)
-        if event is not None:
-            event.record()
+        if logits is not None:  # finish_launch redraws some rows first, then copies
+            return PendingStep(list(reqs), host[:bs], event, logits=logits)
+        self._copy_tokens(host[:bs], event)
         if rows is None or len(rows) == bs:
             return PendingStep(list(reqs), host[:bs], event)
         return PendingStep([reqs[i] for i in rows], host[:bs], event, rows)
 
-    def _launch_decode(self, sched: SchedulerOutput) -> None:
-        """A request whose last token is still pending takes it from the previous step's row of last_tokens."""
+    def _copy_tokens(self, host: torch.Tensor, event: torch.cuda.Event | None) -> None:
+        host.copy_(self.last_tokens[: host.numel()], non_blocking=True)
+        if event is not None:
+            event.record()
+
+    @torch.inference_mode()
+    def finish_launch(self, pending: PendingStep) -> None:
+        """Complete a launched decode step whose PendingStep holds logits: the rows that need host-side logits
+        work (bias, penalties, min_tokens bans, a structured-output mask) draw again from their changed logits,
+        into last_tokens (where the next launch reads them), without waiting for the device; then the tokens go to
+        the host. Called after the engine has processed the previous step's tokens (so each row's history, and
+        its matcher, hold every token before this draw) and before the next launch. Requests finished meanwhile
+        keep the raw draw (the engine discards it)."""
+        if pending.logits is None:
+            return
+        reqs = pending.requests
+        rows = [i for i, r in enumerate(reqs) if not r.finished and needs_host_logits(r)]
+        if rows:
+            self.sampler.redraw(pending.logits, rows, [reqs[i] for i in rows], self.last_tokens)
+            self.num_rows_redrawn += len(rows)
+        pending.logits = None
+        self._copy_tokens(pending.host_tokens, pending.event)
+
+    def _launch_decode(self, sched: SchedulerOutput) -> torch.Tensor:
+        """A request whose last token is still pending takes it from the previous step's row of last_tokens.
+        Returns the step's logits (one row per request; a graph's are valid until its next run)."""
         reqs = sched.requests
         self.num_launched += 1
         src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in reqs]
         if self.graphs is not None:
-            self.graphs.run(reqs, src)  # the graph itself writes last_tokens[:bs]
-            return
+            return self.graphs.run(reqs, src)[0]  # the graph itself writes last_tokens[:bs]
         batch = build_batch(sched, self.block_size, self.device)
         src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
         x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
         hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
-        self._draw(hidden, reqs)
+        return self._draw(hidden, reqs)
 
     def _launch_mixed(self, sched: SchedulerOutput) -> None:
         """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row."""
@@ -233,13 +270,15 @@ class ModelRunner(RunnerStartup):
         hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
         self._draw(batch.logits_hidden(hidden), sched.requests)
 
-    def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> None:
-        """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]."""
+    def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> torch.Tensor:
+        """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]; returns the
+        logits."""
         logits = self.model.compute_logits(hidden).float()
         if all(r.params.temperature == 0.0 for r in reqs):
             self.last_tokens[: len(reqs)].copy_(torch.argmax(logits, dim=-1))
         else:
             kernels.sample(logits, *sampling_tensors(reqs, self.device), out=self.last_tokens[: len(reqs)])
+        return logits
 
     def _graph_eligible(self, sched: SchedulerOutput) -> bool:
         """Pure decode batch (one new token per request, no prompt logprobs) that a graph can run."""

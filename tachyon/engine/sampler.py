@@ -83,8 +83,9 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
         logits.view(-1)[torch.tensor(flat, dtype=torch.long).to(logits.device, non_blocking=True)] = float("-inf")
 
 
-def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.Tensor, ...]:
-    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes."""
+def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
+    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes; a row's step is
+    its num_sampled + step_offset (-1 where the draw's own pending placeholder is already counted)."""
     ps = [r.params for r in reqs]
     return (
         torch.tensor([p.temperature for p in ps], dtype=torch.float32).to(device, non_blocking=True),
@@ -92,7 +93,7 @@ def sampling_tensors(reqs: list[Request], device: torch.device) -> tuple[torch.T
         torch.tensor([p.top_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([p.min_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
         torch.tensor([r.sample_seed for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
-        torch.tensor([r.num_sampled for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
+        torch.tensor([r.num_sampled + step_offset for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
     )
 
 
@@ -137,29 +138,16 @@ class Sampler:
         if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
             same = logits.data_ptr() == raw.data_ptr()
             logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
-            groups = ((apply_logit_biases, lambda r: bool(r.params.logit_bias)),
-                      (apply_penalties, _has_penalty),
-                      (ban_stop_tokens, lambda r: r.num_output_tokens < r.params.min_tokens))
-            for apply, wants in groups:  # in the module docstring's order, each over all its rows at once
-                rows = [i for i in special if wants(reqs[i])]
-                if rows:
-                    apply(logits, rows, [reqs[i] for i in rows])
-            structured = [i for i in special if reqs[i].matcher is not None]
-            if structured:
-                matchers = [reqs[i].matcher for i in structured]
-                eos = [reqs[i].eos_token_ids for i in structured]
-                apply_bitmask(logits, structured, self.masks.take(matchers, eos, logits.shape[-1]))
+            self._reshape(logits, special, [reqs[i] for i in special])
         if drawn is not None and not special:
             token_t = drawn
-        elif all(r.params.temperature == 0.0 for r in reqs):
-            token_t = torch.argmax(logits, dim=-1)
         else:
-            token_t = kernels.sample(logits, *sampling_tensors(reqs, logits.device))
+            token_t = _draw(logits, reqs)
         tokens = token_t.tolist()
-        if special and structured:
-            for i in structured:
-                reqs[i].matcher.consume_token(tokens[i])  # a failure leaves it erred: its next mask is EOS only
-            self.masks.start(matchers, eos, logits.shape[-1])  # the next step's, while the engine moves on
+        structured = [i for i in special if reqs[i].matcher is not None]
+        if structured:
+            feed_matchers([reqs[i] for i in structured], [tokens[i] for i in structured], self.masks,
+                          logits.shape[-1])
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
@@ -169,6 +157,46 @@ class Sampler:
                 kk = reqs[i].params.logprobs
                 logprobs[i] = (row[0], row[1], row[2][:kk], row[3][:kk])
         return SampleResult(tokens, logprobs)
+
+    def redraw(self, logits: torch.Tensor, rows: list[int], reqs: list[Request], out: torch.Tensor) -> None:
+        """A launched decode step's rows that need host-side logits work (ModelRunner.finish_launch): reqs[k],
+        whose one pending placeholder is this draw, draws again from logits[rows[k]] changed as `__call__` changes
+        them, into out[rows[k]], on the device: no host sync, and no matcher fed (the engine feeds each token when
+        it reaches the host)."""
+        sub = logits[rows].float()  # indexing copies: the step's own logits stay as they were
+        self._reshape(sub, list(range(len(rows))), reqs)
+        out[torch.tensor(rows, dtype=torch.long).to(out.device, non_blocking=True)] = _draw(sub, reqs, -1)
+
+    def _reshape(self, logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
+        """In place, in the module docstring's order: reqs[k]'s bias, penalties, min_tokens bans and structured
+        mask on logits[rows[k]] (contiguous float), each over all its rows at once."""
+        groups = ((apply_logit_biases, lambda r: bool(r.params.logit_bias)),
+                  (apply_penalties, _has_penalty),
+                  (ban_stop_tokens, lambda r: r.num_output_tokens < r.params.min_tokens))
+        for apply, wants in groups:
+            picked = [k for k, r in enumerate(reqs) if wants(r)]
+            if picked:
+                apply(logits, [rows[k] for k in picked], [reqs[k] for k in picked])
+        structured = [k for k, r in enumerate(reqs) if r.matcher is not None]
+        if structured:
+            matchers = [reqs[k].matcher for k in structured]
+            eos = [reqs[k].eos_token_ids for k in structured]
+            apply_bitmask(logits, [rows[k] for k in structured], self.masks.take(matchers, eos, logits.shape[-1]))
+
+
+def feed_matchers(reqs: list[Request], tokens: list[int], masks: MaskPrefetch, vocab: int) -> None:
+    """Each structured request's matcher consumes its token drawn (a failure leaves it erred: its next mask is EOS
+    only); then `masks` starts filling their next masks (over `vocab` logits) in the background."""
+    for r, t in zip(reqs, tokens):
+        r.matcher.consume_token(t)
+    masks.start([r.matcher for r in reqs], [r.eos_token_ids for r in reqs], vocab)
+
+
+def _draw(logits: torch.Tensor, reqs: list[Request], step_offset: int = 0) -> torch.Tensor:
+    """One token per row of `logits` (float) by kernels.sample, argmax when every row is greedy."""
+    if all(r.params.temperature == 0.0 for r in reqs):
+        return torch.argmax(logits, dim=-1)
+    return kernels.sample(logits, *sampling_tensors(reqs, logits.device, step_offset))
 
 
 def reshapes_logits(p: SamplingParams) -> bool:

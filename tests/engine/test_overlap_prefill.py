@@ -79,3 +79,51 @@ def test_overlap_is_on_for_cuda_and_off_on_the_cpu_by_default(tiny_qwen3):
     assert LLM(tiny_qwen3, **kw, overlap_scheduling=True).engine.overlap is True
     with pytest.raises(ValueError, match="overlap_scheduling"):
         EngineConfig(overlap_scheduling="yes")
+
+
+@pytest.fixture(scope="module")
+def llama_pair(tiny_llama):
+    kw = dict(device="cpu", dtype="float32", max_model_len=256, block_size=4)
+    over = LLM(tiny_llama, **kw, overlap_scheduling=True)
+    sync = LLM(tiny_llama, **kw, overlap_scheduling=False)
+    yield over, sync
+    over.engine.check_integrity()
+    sync.engine.check_integrity()
+
+
+def test_decode_rows_that_change_their_logits_are_launched_and_redrawn(llama_pair):
+    """Decode steps holding rows with a logit bias, penalties, a pending min_tokens ban or a structured-output mask
+    are launched like any other (each such row is redrawn from its changed logits before the tokens reach the host,
+    its matcher fed when they do): the tokens equal the synchronous engine's, sampled and greedy, batched with plain
+    rows and alone, and the JSON rows still validate."""
+    import json
+
+    from tachyon import StructuredOutputsParams
+
+    over, sync = llama_pair
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 99},
+                                               "w": {"enum": ["ab", "cd"]}},
+              "required": ["n", "w"], "additionalProperties": False}
+    base = dict(temperature=0.9, top_p=0.95, max_tokens=24)
+    sps = [SamplingParams(**base, seed=1, ignore_eos=True),
+           SamplingParams(**base, seed=2, ignore_eos=True, logit_bias={40: 4.0, 41: -100.0, 300: 2.5}),
+           SamplingParams(**base, seed=3, ignore_eos=True, presence_penalty=0.6, frequency_penalty=0.4,
+                          repetition_penalty=1.3),
+           SamplingParams(**base, seed=4, min_tokens=12),
+           SamplingParams(**base, seed=5, structured_outputs=StructuredOutputsParams(json=schema)),
+           SamplingParams(temperature=0, max_tokens=24, structured_outputs=StructuredOutputsParams(regex="[0-9]{3,9}")),
+           SamplingParams(temperature=0, max_tokens=24, ignore_eos=True, logit_bias={77: 3.0})]
+    prompts = _prompts(len(sps), seed=9)
+    runner = over.engine.runner
+    launched, redrawn = runner.num_launched, runner.num_rows_redrawn
+    got = [o.outputs[0] for o in over.generate(prompts, sps, use_tqdm=False)]
+    want = [o.outputs[0] for o in sync.generate(prompts, sps, use_tqdm=False)]
+    assert [c.token_ids for c in got] == [c.token_ids for c in want]
+    assert runner.num_launched - launched >= 20
+    assert runner.num_rows_redrawn - redrawn >= 5 * 20  # bias, penalty, JSON, regex, greedy bias rows at least
+    assert sync.engine.runner.num_rows_redrawn == 0
+    assert 41 not in got[1].token_ids and len(got[3].token_ids) >= 12
+    assert got[4].finish_reason == "stop" and set(json.loads(got[4].text)) == {"n", "w"}
+    assert got[5].text.isdigit() and 3 <= len(got[5].text) <= 9
+    for i in (1, 2, 4):  # one at a time too (batch-1 launches)
+        assert _tokens(over, [prompts[i]], sps[i]) == _tokens(sync, [prompts[i]], sps[i])
