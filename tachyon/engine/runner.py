@@ -6,8 +6,8 @@ last token, and fills prompt logprobs for requests that asked. It never touches 
 `launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
 batch, a prefill step in which every request samples, or a graphed mixed step (whose chunks may stop short of
 their prompts' ends); every request whose scheduled tokens reach its last token draws one token. A decode batch
-may hold rows whose logits change before their draw (bias, penalties, bans, structured masks): `finish_launch`
-redraws them once the previous step's tokens are processed, still without waiting for the device. The one-time
+may hold structured-output rows (sampler.redrawn_when_launched): `finish_launch` redraws them from their masked
+logits once the previous step's tokens are processed, still without waiting for the device. The one-time
 CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_startup.RunnerStartup's.
 """
 
@@ -27,6 +27,7 @@ from tachyon.engine.sampler import (
     compute_logprobs,
     logprob_dict,
     needs_host_logits,
+    redrawn_when_launched,
     reshapes_logits,
     sampling_tensors,
 )
@@ -165,8 +166,8 @@ class ModelRunner(RunnerStartup):
             p = r.params
             if p.logprobs is not None:
                 return False
-            if not decode and (reshapes_logits(p) or r.num_sampled < p.min_tokens):
-                return False  # only a decode step's rows are redrawn by finish_launch
+            if r.num_sampled < p.min_tokens or (reshapes_logits(p) and not (decode and redrawn_when_launched(p))):
+                return False  # only a decode step's structured rows are redrawn by finish_launch
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
         return True
@@ -197,7 +198,7 @@ class ModelRunner(RunnerStartup):
         logits = None
         if max(sched.num_new_tokens) == 1:
             logits = self._launch_decode(sched)
-            if not any(reshapes_logits(r.params) or r.num_sampled < r.params.min_tokens for r in reqs):
+            if not any(reshapes_logits(r.params) for r in reqs):
                 logits = None
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
