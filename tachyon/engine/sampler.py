@@ -211,8 +211,8 @@ def redrawn_when_launched(p: SamplingParams) -> bool:
     """Whether the overlap engine launches decode steps holding a row with these params, and redraws the row on the
     device once the previous step's tokens are processed (ModelRunner.finish_launch): structured-output rows
     without a logit bias or penalties. On the H200 (7B, benchmarks/results/session42/) launching cut JSON rows'
-    TPOT at b64 from 7.3-7.5 to 6.6 ms, but made biased rows slower (b1 3.85 -> 4.65 ms, b64 5.6 -> 6.4) and
-    penalised ones too (b64 6.9 -> 7.6), for a cause not yet found: those stay synchronous."""
+    TPOT at b64 from 7.3-7.5 to 6.6 ms, but made biased rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4)
+    for a cause not yet found, and left penalised ones inside their synchronous range: those stay synchronous."""
     return p.structured_outputs is not None and not p.logit_bias and not _penalised(p)
 
 
