@@ -213,3 +213,42 @@ def test_fast_gumbel_matches_exact_noise():
     err = (g.cpu().double() - exact).abs()
     assert torch.isfinite(g).all() and err.max().item() < 2e-6, (err.max().item(), u.cpu()[err.argmax()].item())
     assert (u.cpu() > 0.75).sum() > 900 and u.cpu().max().item() > 1 - 1e-6  # both branches, and the u -> 1 end
+
+
+@pytest.mark.skipif(not CUDA, reason="stream syncs exist on CUDA only")
+def test_launched_redraw_never_waits_for_the_stream():
+    """Sampler.redraw (a launched decode step's rows with a bias, penalties, a min_tokens ban) and apply_bitmask (a
+    structured row's mask) enqueue their work without a host-stream sync: under torch's sync debug mode "error" a
+    blocking copy, a list index copied to the device or an .item() raises. The draws respect the ban and the mask."""
+    from tachyon.engine.request import Request
+    from tachyon.engine.sampler import Sampler
+    from tachyon.engine.structured import apply_bitmask
+    from tachyon.sampling import SamplingParams
+
+    V, n = 1000, 4
+    logits = torch.randn(n, V, device="cuda")
+    reqs = []
+    for i in range(n):
+        sp = SamplingParams(temperature=0.8 if i % 2 else 0.0, top_p=0.9, seed=i, logit_bias={5: 2.0},
+                            presence_penalty=0.3, repetition_penalty=1.2, min_tokens=3, max_tokens=8)
+        r = Request(f"r{i}", [1, 2, 3], sp, eos_token_ids=[0], max_model_len=64, sample_seed=i)
+        r.append_token(7)
+        r.add_placeholder()  # this draw, pending
+        reqs.append(r)
+    out = torch.full((n + 1,), -1, dtype=torch.int64, device="cuda")
+    sampler = Sampler()
+    sampler.redraw(logits, [0, 1], reqs[:2], out)  # warm-up: allocator blocks, Triton compiles
+    bitmask = torch.zeros(2, (V + 31) // 32, dtype=torch.int32)
+    bitmask[:, 0] = 0b1110  # tokens 1-3 only
+    masked = logits.clone()
+    apply_bitmask(masked, [1, 2], bitmask)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        sampler.redraw(logits, [0, 1, 3], [reqs[0], reqs[1], reqs[3]], out)
+        apply_bitmask(masked, [1, 2], bitmask)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    got = out.tolist()
+    assert all(0 < t < V for t in (got[0], got[1], got[3])) and got[2] == -1
+    assert torch.isinf(masked[1:3, 4:]).all() and torch.isfinite(masked[1:3, 1:4]).all()

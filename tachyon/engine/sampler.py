@@ -16,6 +16,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request
+from tachyon.engine.staging import to_device_async
 from tachyon.engine.structured import MaskPrefetch, apply_bitmask
 from tachyon.sampling import Logprob, SamplingParams
 
@@ -29,7 +30,7 @@ class SampleResult:
 
 def _flat(rows: list[int], ids: list[torch.Tensor], vocab: int, device: torch.device) -> torch.Tensor:
     """Indices into a (rows, vocab) tensor's flat view: ids[k] of row rows[k], in one host->device copy."""
-    return torch.cat([t + row * vocab for row, t in zip(rows, ids)]).to(device, non_blocking=True)
+    return to_device_async(torch.cat([t + row * vocab for row, t in zip(rows, ids)]), device)
 
 
 def apply_logit_biases(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
@@ -37,7 +38,7 @@ def apply_logit_biases(logits: torch.Tensor, rows: list[int], reqs: list[Request
     row in one index_add. `logits` is contiguous (batch, vocab)."""
     pairs = [r.logit_bias_tensors() for r in reqs]
     idx = _flat(rows, [ids for ids, _ in pairs], logits.shape[-1], logits.device)
-    vals = torch.cat([v for _, v in pairs]).to(logits.device, logits.dtype, non_blocking=True)
+    vals = to_device_async(torch.cat([v for _, v in pairs]).to(logits.dtype), logits.device)
     logits.view(-1).index_add_(0, idx, vals)
 
 
@@ -47,13 +48,13 @@ def apply_penalties(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
     penalty at its neutral value is unchanged by it (x / 1 and x - 0 are exact)."""
     vocab, dev = logits.shape[-1], logits.device
     n = len(rows)
-    idx = torch.tensor(rows, dtype=torch.long).to(dev, non_blocking=True)
+    idx = to_device_async(torch.tensor(rows, dtype=torch.long), dev)
     sub = logits.index_select(0, idx)
     rep = [k for k, r in enumerate(reqs) if r.params.repetition_penalty != 1.0]
     if rep:
         seen = torch.zeros(n, vocab, dtype=torch.bool, device=dev)
         seen.view(-1)[_flat(rep, [_known_tokens(reqs[k]) for k in rep], vocab, dev)] = True
-        rp = torch.tensor([r.params.repetition_penalty for r in reqs], dtype=sub.dtype).to(dev, non_blocking=True)
+        rp = to_device_async(torch.tensor([r.params.repetition_penalty for r in reqs], dtype=sub.dtype), dev)
         rp = rp[:, None]
         sub = torch.where(seen, torch.where(sub > 0, sub / rp, sub * rp), sub)
     pf = [k for k, r in enumerate(reqs)
@@ -63,8 +64,8 @@ def apply_penalties(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
         counts = torch.zeros(n, vocab, dtype=sub.dtype, device=dev)
         flat = _flat(pf, out, vocab, dev)
         counts.view(-1).index_add_(0, flat, torch.ones(flat.shape, dtype=sub.dtype, device=dev))
-        fp_pp = torch.tensor([[r.params.frequency_penalty, r.params.presence_penalty] for r in reqs],
-                             dtype=sub.dtype).to(dev, non_blocking=True)
+        fp_pp = to_device_async(torch.tensor([[r.params.frequency_penalty, r.params.presence_penalty] for r in reqs],
+                                             dtype=sub.dtype), dev)
         sub = sub - fp_pp[:, :1] * counts - fp_pp[:, 1:] * (counts > 0).to(sub.dtype)
     logits.index_copy_(0, idx, sub)
 
@@ -80,21 +81,19 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
     flat = [row * vocab + t for row, r in zip(rows, reqs) for t in (*r.eos_token_ids, *r.params.stop_token_ids)
             if t < vocab]
     if flat:
-        logits.view(-1)[torch.tensor(flat, dtype=torch.long).to(logits.device, non_blocking=True)] = float("-inf")
+        logits.view(-1)[to_device_async(torch.tensor(flat, dtype=torch.long), logits.device)] = float("-inf")
 
 
 def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
     """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes; a row's step is
     its num_sampled + step_offset (-1 where the draw's own pending placeholder is already counted)."""
     ps = [r.params for r in reqs]
-    return (
-        torch.tensor([p.temperature for p in ps], dtype=torch.float32).to(device, non_blocking=True),
-        torch.tensor([p.top_k for p in ps], dtype=torch.int32).to(device, non_blocking=True),
-        torch.tensor([p.top_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
-        torch.tensor([p.min_p for p in ps], dtype=torch.float32).to(device, non_blocking=True),
-        torch.tensor([r.sample_seed for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
-        torch.tensor([r.num_sampled + step_offset for r in reqs], dtype=torch.int64).to(device, non_blocking=True),
-    )
+    # two copies, not six; one row a field, so each is contiguous
+    floats = to_device_async(torch.tensor([[p.temperature for p in ps], [p.top_p for p in ps], [p.min_p for p in ps]],
+                                          dtype=torch.float32), device)
+    ints = to_device_async(torch.tensor([[p.top_k for p in ps], [r.sample_seed for r in reqs],
+                                         [r.num_sampled + step_offset for r in reqs]], dtype=torch.int64), device)
+    return floats[0], ints[0].to(torch.int32), floats[1], floats[2], ints[1], ints[2]
 
 
 def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
@@ -163,9 +162,11 @@ class Sampler:
         whose one pending placeholder is this draw, draws again from logits[rows[k]] changed as `__call__` changes
         them, into out[rows[k]], on the device: no host sync, and no matcher fed (the engine feeds each token when
         it reaches the host)."""
-        sub = logits[rows].float()  # indexing copies: the step's own logits stay as they were
+        # a list index would copy it to the device blocking (a stream sync: the host would wait for the step)
+        idx = to_device_async(torch.tensor(rows, dtype=torch.long), logits.device)
+        sub = logits.index_select(0, idx).float()  # a copy: the step's own logits stay as they were
         self._reshape(sub, list(range(len(rows))), reqs)
-        out[torch.tensor(rows, dtype=torch.long).to(out.device, non_blocking=True)] = _draw(sub, reqs, -1)
+        out[idx] = _draw(sub, reqs, -1)
 
     def _reshape(self, logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
         """In place, in the module docstring's order: reqs[k]'s bias, penalties, min_tokens bans and structured
@@ -212,7 +213,9 @@ def redrawn_when_launched(p: SamplingParams) -> bool:
     device once the previous step's tokens are processed (ModelRunner.finish_launch): structured-output rows
     without a logit bias or penalties. On the H200 (7B, benchmarks/results/session42/) launching cut JSON rows'
     TPOT at b64 from 7.3-7.5 to 6.6 ms, but made biased rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4)
-    for a cause not yet found, and left penalised ones inside their synchronous range: those stay synchronous."""
+    and left penalised ones inside their synchronous range: those stay synchronous. A likely cause, found after that
+    measurement and since removed: the redraw indexed the step's logits with a host list (a blocking copy: the host
+    waited for the step) and copied pageable tensors; re-measure before launching them too."""
     return p.structured_outputs is not None and not p.logit_bias and not _penalised(p)
 
 

@@ -62,3 +62,13 @@ class StagingBuffers:
         if ev is not None:
             ev.record()
         self._set ^= 1
+
+
+def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device` without the host waiting for the stream: on CUDA through a pinned copy (PyTorch's
+    caching host allocator keeps it until the copy has run), since the driver may synchronise with the stream to
+    stage a pageable source; elsewhere a plain `.to`. For the few small tensors a launched step builds per row
+    group (the graphs' own inputs go through StagingBuffers)."""
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)

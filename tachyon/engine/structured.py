@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from tachyon.engine.staging import to_device_async
 from tachyon.sampling import StructuredOutputsParams
 
 # JSON is generated with fixed separators, as json.dumps writes it: llguidance's default lets whitespace run between
@@ -127,9 +128,9 @@ def apply_bitmask(logits: torch.Tensor, rows: list[int], bitmask: torch.Tensor) 
     bitmask to the device, unpacked there."""
     vocab = logits.shape[-1]
     bits = torch.arange(32, dtype=torch.int32, device=logits.device)
-    device_mask = bitmask.to(logits.device, non_blocking=True)
+    device_mask = to_device_async(bitmask, logits.device)
     allowed = ((device_mask[:, :, None] >> bits) & 1).reshape(len(rows), -1)[:, :vocab].bool()
-    idx = torch.tensor(rows, dtype=torch.long, device=logits.device)
+    idx = to_device_async(torch.tensor(rows, dtype=torch.long), logits.device)
     logits[idx] = logits[idx].masked_fill(~allowed, float("-inf"))
 
 
