@@ -84,17 +84,21 @@ def test_structured_row_leaves_its_batch_alone(llm):
     assert outs[1].outputs[0].token_ids == alone
 
 
-def test_structured_outputs_survive_preemption(tiny_llama):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_structured_outputs_survive_preemption(tiny_llama, overlap):
     """Preemption recomputes a request's KV, never its tokens, so its matcher stays in step: a KV cache small
-    enough to preempt gives the same (valid) outputs as a roomy one."""
+    enough to preempt gives the same (valid) outputs as a roomy one, with steps run synchronously and with decode
+    steps launched (the structured rows redrawn, their matchers fed as the tokens reach the host)."""
     sp = SamplingParams(temperature=1.0, seed=10, max_tokens=50,
                         structured_outputs=StructuredOutputsParams(json=SCHEMA))
     prompts = [[20 + i] * 10 for i in range(6)]
     roomy = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64)
     ref = [o.outputs[0].text for o in roomy.generate(prompts, sp, use_tqdm=False)]
-    tight = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64, num_kv_blocks=20, block_size=4)
+    tight = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64, num_kv_blocks=20, block_size=4,
+                overlap_scheduling=overlap)
     got = [o.outputs[0].text for o in tight.generate(prompts, sp, use_tqdm=False)]
     assert tight.engine.scheduler.num_preemptions > 0
+    assert (tight.engine.runner.num_rows_redrawn > 0) == overlap
     assert got == ref
     for text in got:
         jsonschema.validate(json.loads(text), SCHEMA)
