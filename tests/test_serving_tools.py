@@ -1,4 +1,4 @@
-"""serving/tools.py on its own: tool_choice plans, the hermes parser and the streaming hold-back (the wire format
+"""serving/tools.py on its own: tool_choice plans, the tool-call parsers and the streaming hold-back (the wire format
 is checked through the openai client in test_serving_api.py)."""
 
 import json
@@ -135,3 +135,95 @@ def test_tools_and_history_reach_the_chat_template(tiny_llama):
     offline = [dict(m, tool_calls=[{**c, "function": {**c["function"], "arguments": {"x": 5}}} for c in
                                    m["tool_calls"]]) if m.get("tool_calls") else m for m in HISTORY]
     assert tok.decode(chat_prompt_ids(tok, offline, add_generation_prompt=False, tools=TOOLS)) == RENDERED
+
+
+MISTRAL = tool_plan(TOOLS, "auto", parser="mistral")
+
+
+@pytest.mark.parametrize("text,content,calls", [
+    ('[TOOL_CALLS] [{"name": "f", "arguments": {"x": 3}}, {"name": "g", "arguments": {}}]', None,
+     [("f", {"x": 3}), ("g", {})]),
+    ('Let me check.[TOOL_CALLS][{"name": "f", "arguments": {"x": 1}}]', "Let me check.", [("f", {"x": 1})]),
+    ('[TOOL_CALLS]f[ARGS]{"x": 5}[TOOL_CALLS]g[ARGS]{}', None, [("f", {"x": 5}), ("g", {})]),  # v11 pieces
+    ("Just text.", None, None),
+    ('[TOOL_CALLS] [{"name": "h", "arguments": {}}]', None, None),  # not a tool
+    ('[TOOL_CALLS] [{"name": "f", "arguments": {"x": 3}}', None, None),  # cut short
+    ('[TOOL_CALLS]f[ARGS]{"x": 5} and more', None, None),  # text after the arguments
+    ('[TOOL_CALLS]f{"x": 5}', None, None),  # no [ARGS]
+    ('[TOOL_CALLS] {"name": "f", "arguments": {"x": 3}}', None, None),  # v3 needs the list
+])
+def test_mistral_parser(text, content, calls):
+    got_content, got_calls = split_output(MISTRAL, text)
+    if calls is None:
+        assert got_content == text and got_calls is None
+        return
+    assert got_content == content
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got_calls] == calls
+
+
+@pytest.mark.parametrize("text,n", [("Sure", 4), ("Sure [TOOL", 5), ("ok[TOOL_CALLS][", 2), ("[", 0), ("a [b]", 5)])
+def test_mistral_streams_up_to_its_tag(text, n):
+    assert streamable(MISTRAL, text) == n
+
+
+def test_only_the_mistral_plan_keeps_special_tokens():
+    """[TOOL_CALLS] is a special token: the request's text keeps special tokens under the mistral parser only."""
+    assert MISTRAL.keeps_special_tokens
+    assert not AUTO.keeps_special_tokens and not LLAMA.keeps_special_tokens
+    assert not tool_plan(TOOLS, "required").keeps_special_tokens
+
+
+PYTHONIC = tool_plan(TOOLS, "auto", parser="pythonic")
+
+
+@pytest.mark.parametrize("text,calls", [
+    ('[f(x=3)]', [("f", {"x": 3})]),
+    ('[f(x=-2), g(a="b", l=[1, 2.5, None], d={"k": True}, j=true)]',
+     [("f", {"x": -2}), ("g", {"a": "b", "l": [1, 2.5, None], "d": {"k": True}, "j": True})]),
+    ('<|python_start|>[g()]<|python_end|>', [("g", {})]),
+    (" \n[f(x=1)]\n", [("f", {"x": 1})]),
+    ("The answer is [f(x=1)].", None),  # not the whole answer
+    ("[h(x=1)]", None),  # not a tool
+    ("[f(1)]", None),  # positional
+    ("[f(x=y)]", None),  # not a literal
+    ("[f(x=__import__('os'))]", None),  # nor a call
+    ("[f(**{'x': 1})]", None),
+    ("[f(x=1)", None),  # cut short
+    ("[]", None),
+    ("[f(x={1, 2})]", None),  # a set is not JSON
+])
+def test_pythonic_parser(text, calls):
+    content, got = split_output(PYTHONIC, text)
+    if calls is None:
+        assert content == text and got is None
+    else:
+        assert content is None
+        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == calls
+
+
+@pytest.mark.parametrize("text,n", [("Sure", 4), ("  ", 0), (" [f(", 0), ("<|py", 0), ("I said [", 8)])
+def test_pythonic_streams_only_what_cannot_be_a_call(text, n):
+    assert streamable(PYTHONIC, text) == n
+
+
+def test_unknown_tool_call_parser_names_the_known_ones():
+    from tachyon.serving.config import ModelEntry, ServerConfig
+
+    with pytest.raises(ValueError, match=r"tool_call_parser must be one of \['hermes', 'llama3_json', 'mistral', "
+                                         r"'pythonic'\]"):
+        ServerConfig(models=[ModelEntry(["m"], {"model": "m"})], tool_call_parser="qwen")
+
+
+def test_keep_special_tokens_reaches_the_sampling_params():
+    """build_params keeps special tokens in the text when the plan's parser reads them, whatever the request's
+    skip_special_tokens says; otherwise the request decides."""
+    from tachyon.serving.config import ModelEntry, ServerConfig
+    from tachyon.serving.params import build_params
+    from tachyon.serving.protocol import ChatCompletionRequest
+
+    cfg = ServerConfig(models=[ModelEntry(["m"], {"model": "m"})], tool_call_parser="mistral")
+    req = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+    kw = dict(max_tokens=8, logprobs=None, vocab_size=100)
+    assert build_params(req, cfg, **kw).skip_special_tokens
+    assert not build_params(req, cfg, **kw, keep_special_tokens=MISTRAL.keeps_special_tokens).skip_special_tokens
+    assert build_params(req, cfg, **kw, keep_special_tokens=AUTO.keeps_special_tokens).skip_special_tokens

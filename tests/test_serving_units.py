@@ -161,7 +161,7 @@ def test_config_validation(tmp_path):
     with pytest.raises(ValueError):
         ServerConfig(models=[entry, ModelEntry(["a"], {"model": "y"})])
     with pytest.raises(ValueError, match="tool_call_parser"):
-        ServerConfig(models=[entry], tool_call_parser="mistral")
+        ServerConfig(models=[entry], tool_call_parser="granite")
     assert ServerConfig(models=[entry], tool_call_parser="llama3_json").tool_call_parser == "llama3_json"
     yml = tmp_path / "models.yaml"
     yml.write_text(

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from tachyon.serving.config import ModelEntry, ServerConfig, hash_key, load_models_yaml, read_key_file
+from tachyon.serving.tool_parsers import PARSERS
 
 _ENGINE_FLAGS = (
     "tokenizer",
@@ -84,9 +85,10 @@ def register(subparsers: Any) -> None:
     s.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request head to arrive")
     s.add_argument("--body-timeout", type=float, default=60.0, help="seconds for a request body to arrive")
     s.add_argument("--max-n", type=int, default=16, help="largest `n`")
-    s.add_argument("--tool-call-parser", choices=["hermes", "llama3_json"], default=None,
+    s.add_argument("--tool-call-parser", choices=sorted(PARSERS), default=None,
                    help="accept tool_choice 'auto' and parse the model's calls: hermes (<tool_call> blocks: Qwen2.5, "
-                        "Qwen3, Hermes) or llama3_json (Llama 3.1+)")
+                        "Qwen3, Hermes), llama3_json (Llama 3.1+), mistral ([TOOL_CALLS]: Mistral, Mixtral) or "
+                        "pythonic ([f(x=1)]: Llama 3.2, Llama 4)")
     s.add_argument("--log-content", action="store_true", help="log prompt and completion text (off by default)")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=run)

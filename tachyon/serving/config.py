@@ -23,6 +23,8 @@ from typing import Any
 
 from limits import parse as parse_rate_limit
 
+from tachyon.serving.tool_parsers import PARSERS
+
 
 @dataclass
 class ModelEntry:
@@ -63,11 +65,11 @@ class ServerConfig:
     health_probe_timeout: float = 30.0
     log_content: bool = False
     log_level: str = "info"
-    tool_call_parser: str | None = None  # tool_choice "auto"'s parser (serving/tool_parsers.py): hermes, llama3_json
+    tool_call_parser: str | None = None  # tool_choice "auto"'s parser: a name in serving/tool_parsers.py's PARSERS
 
     def __post_init__(self) -> None:
-        if self.tool_call_parser not in (None, "hermes", "llama3_json"):
-            raise ValueError(f"tool_call_parser must be 'hermes', 'llama3_json' or unset, got "
+        if self.tool_call_parser is not None and self.tool_call_parser not in PARSERS:
+            raise ValueError(f"tool_call_parser must be one of {sorted(PARSERS)} or unset, got "
                              f"{self.tool_call_parser!r}")
         if not self.models:
             raise ValueError("at least one model must be served")

@@ -129,10 +129,12 @@ def build_params(
     vocab_size: int,
     prompt_logprobs: int | None = None,
     tool_constraint: StructuredOutputsParams | None = None,
+    keep_special_tokens: bool = False,
 ) -> SamplingParams:
     """The engine's SamplingParams for a parsed request; 400 (naming the field) for a value out of its limits, a
     malformed output constraint, or functions / function_call (refuse_unimplemented). `tool_constraint`: the output
-    constraint of a forced tool call (tools.tool_plan)."""
+    constraint of a forced tool call (tools.tool_plan); `keep_special_tokens`: the text keeps special tokens whatever
+    the request says (a tool-call parser that reads them, tools.ToolPlan.keeps_special_tokens)."""
     refuse_unimplemented(req)
     logit_bias = parse_logit_bias(req.logit_bias, vocab_size)
     constraint = structured_outputs(req)
@@ -166,7 +168,7 @@ def build_params(
             min_tokens=req.min_tokens,
             logprobs=logprobs,
             prompt_logprobs=prompt_logprobs,
-            skip_special_tokens=req.skip_special_tokens,
+            skip_special_tokens=req.skip_special_tokens and not keep_special_tokens,
             logit_bias=logit_bias,
             structured_outputs=constraint,
         )

@@ -53,7 +53,8 @@ async def _handle(call: Call) -> Response:
     max_tokens = resolve_max_tokens(requested, len(ids), model)
     top = (req.top_logprobs or 0) if req.logprobs else None
     params = build_params(req, st.config, max_tokens=max_tokens, logprobs=top, vocab_size=model.vocab_size,
-                          tool_constraint=plan.constraint if plan else None)
+                          tool_constraint=plan.constraint if plan else None,
+                          keep_special_tokens=bool(plan and plan.keeps_special_tokens))
     rec.prompt_tokens = len(ids)
     if st.config.log_content:
         rec.content = {"prompt": [m.model_dump() for m in req.messages]}

@@ -35,6 +35,11 @@ class ToolPlan:
     parser: str | None = None
     names: frozenset[str] = frozenset()
 
+    @property
+    def keeps_special_tokens(self) -> bool:
+        """Whether the text must keep special tokens for the parser to see the calls (Mistral's [TOOL_CALLS])."""
+        return self.parser is not None and getattr(PARSERS[self.parser], "keeps_special_tokens", False)
+
 
 def _functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """name -> parameters schema; 400 naming `tools` for a malformed entry or a repeated name."""
@@ -70,8 +75,9 @@ def tool_plan(tools: list[dict[str, Any]] | None, tool_choice: str | dict[str, A
     if choice == "auto":
         if parser is None:
             raise bad_request("tool_choice 'auto' needs the server started with --tool-call-parser (hermes for "
-                              "Qwen2.5 / Qwen3 / Hermes, llama3_json for Llama 3.1+); use 'required', a named "
-                              "function or 'none'", "tool_choice")
+                              "Qwen2.5 / Qwen3 / Hermes, llama3_json for Llama 3.1+, mistral for Mistral / "
+                              "Mixtral, pythonic for Llama 3.2 / 4); use 'required', a named function or 'none'",
+                              "tool_choice")
         return ToolPlan(None, None, "tool_calls", parser=parser, names=frozenset(functions))
     if choice == "required":
         calls = {"anyOf": [{"type": "object", "properties": {"name": {"const": n}, "arguments": p},
