@@ -67,6 +67,9 @@ class EngineConfig:
     # even on store; half the bytes, twice the tokens per GiB; GPU of compute capability >= 8.9, or the CPU
     # reference). "auto": the cache in `dtype`.
     kv_cache_dtype: str = "auto"
+    # prefix caching (engine/kv_cache.py): a request's leading full blocks that another request already computed
+    # (the same tokens from the first on) are shared instead of recomputed. Off by default until measured on a GPU.
+    enable_prefix_caching: bool = False
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):

@@ -198,9 +198,12 @@ def test_cli_flags(tmp_path):
             "y",
             "--quantization",
             "fp8",
+            "--enable-prefix-caching",
         ]
     )
     cfg = build_config(args)
+    assert cfg.models[0].engine_args["enable_prefix_caching"] is True
+    assert "enable_prefix_caching" not in build_config(parser.parse_args(["serve", "/m"])).models[0].engine_args
     assert len(cfg.api_key_hashes) == 2 and "k1" not in cfg.api_key_hashes
     assert cfg.models[0].names == ["x", "y"] and cfg.models[0].engine_args["max_num_seqs"] == 8
     assert cfg.models[0].engine_args["quantization"] == "fp8"

@@ -48,6 +48,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
                    help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
+    p.add_argument("--enable-prefix-caching", action="store_true",
+                   help="share the KV of leading full blocks that earlier requests computed instead of recomputing it")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -59,7 +61,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
               gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager,
               prefill_graph_max_tokens=args.prefill_graph_max_tokens,
               mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
-              quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype)
+              quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
+              enable_prefix_caching=args.enable_prefix_caching)
     if args.max_num_batched_tokens is not None:
         kw["max_num_batched_tokens"] = args.max_num_batched_tokens
     if args.scheduling_policy is not None:

@@ -37,6 +37,8 @@ class EngineStats:
     num_preemptions: int
     prompt_tokens_total: int
     generation_tokens_total: int
+    prefix_cache_queries: int = 0  # tokens of requests admitted with prefix caching on
+    prefix_cache_hits: int = 0  # of those, tokens found in the cache (not recomputed)
 
 
 class RequestGroup:
@@ -99,7 +101,8 @@ class LLMEngine:
         log.info("engine ready in %.1f s (load %.1f, warm-up %.1f, KV cache + graphs %.1f)", self.startup["total_s"],
                  self.startup["load_s"], self.startup["warmup_s"], self.startup["kv_and_graphs_s"])
         self.pool = BlockPool(num_blocks, config.block_size)
-        self.scheduler = Scheduler(KVCacheManager(self.pool), max_num_seqs=config.max_num_seqs,
+        self.scheduler = Scheduler(KVCacheManager(self.pool, enable_caching=config.enable_prefix_caching),
+                                   max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark, policy=config.scheduling_policy)
@@ -256,6 +259,7 @@ class LLMEngine:
                 req.num_computed_tokens += n
                 if req.num_computed_tokens == req.num_tokens:  # reached its last token: it draws (a chunk short
                     req.add_placeholder()  # of its prompt's end, in a mixed step, does not)
+                self.scheduler.kv.cache_blocks(req)
             outs = self._drain(finished_only)
             self.runner.finish_launch(pending)  # redraws rows that change their logits, now that their history
             self._pending = pending  # (and matchers) hold the tokens just drained
@@ -269,6 +273,7 @@ class LLMEngine:
         result = self.runner.execute(sched)
         for req, n in zip(sched.requests, sched.num_new_tokens):
             req.num_computed_tokens += n
+            self.scheduler.kv.cache_blocks(req)
         return outs + self._process(sched.requests, result.sampled, result.result.token_ids,
                                     result.result.logprobs, finished_only, fill=False)
 
@@ -350,7 +355,7 @@ class LLMEngine:
         )
         return RequestOutput(request_id=g.request_id, prompt=g.prompt, prompt_token_ids=g.prompt_token_ids,
                              prompt_logprobs=self._prompt_logprobs_text(g, first), outputs=comps,
-                             finished=g.finished, metrics=metrics)
+                             finished=g.finished, metrics=metrics, num_cached_tokens=first.num_cached_tokens)
 
     def _prompt_logprobs_text(self, g: RequestGroup, req: Request):
         """Prompt logprobs are complete before the first token is sampled: decode their text once."""
@@ -377,7 +382,9 @@ class LLMEngine:
             num_running=len(self.scheduler.running), num_waiting=len(self.scheduler.waiting),
             kv_usage=self.pool.usage(), num_free_blocks=self.pool.num_free,
             num_total_blocks=self.pool.num_blocks, num_preemptions=self.scheduler.num_preemptions,
-            prompt_tokens_total=self.prompt_tokens_total, generation_tokens_total=self.generation_tokens_total)
+            prompt_tokens_total=self.prompt_tokens_total, generation_tokens_total=self.generation_tokens_total,
+            prefix_cache_queries=self.scheduler.kv.num_prefix_queried_tokens,
+            prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens)
 
     def check_integrity(self) -> None:
         """Block-pool invariant, plus: with nothing in flight every block is free."""

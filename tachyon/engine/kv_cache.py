@@ -1,14 +1,23 @@
-"""The KV block pool: the one owner of KV-cache blocks.
+"""The KV block pool: the one owner of KV-cache blocks; and prefix caching.
 
-Blocks are integers in [0, num_blocks). A block is either free (in the free list, ref count 0) or
-in use (ref count >= 1). Only `BlockPool.free` returns blocks to the free list; a double free
-raises. `check_integrity()` asserts free + in_use == total. Prefix caching will add a third state
-(cached: ref count 0 but hashed and reusable) behind the same interface.
+Blocks are integers in [0, num_blocks). A block is free (in the free list, ref count 0), cached (ref count 0, but
+it holds the KV of a full block of known tokens, findable by its hash, and reusable until evicted) or in use (ref
+count >= 1; an in-use block may be hashed too, and shared by several requests). Only `BlockPool.free` drops a
+reference; a double free raises. `allocate` takes free blocks first, then evicts cached ones, least recently freed
+first. `check_integrity()` asserts free + cached + in use == total.
+
+Prefix caching (`KVCacheManager(enable_caching=True)`): a full block's hash chains the hash of the block before it
+with its token ids, so equal hashes mean equal prefixes (the token ids are kept and compared too, so a hash
+collision cannot hand out a wrong block). When a request is admitted its longest run of cached leading blocks is
+shared instead of recomputed, always leaving at least its last known token to compute (the step that computes it
+draws the next token). Blocks are hashed once their tokens are all known and their KV is computed (or launched:
+a later reader runs after the writer on the same stream). A full hashed block is never written again: a request
+writes only positions past its shared blocks.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 
 from tachyon.engine.request import Request
 
@@ -21,24 +30,41 @@ class BlockPool:
         self.block_size = block_size
         self._free: deque[int] = deque(range(num_blocks))
         self._ref = [0] * num_blocks
+        self._hash: list[int | None] = [None] * num_blocks  # a full block's chained hash, while it is cached
+        self._tokens: dict[int, tuple[int, ...]] = {}  # block -> its token ids (hashed blocks)
+        self._by_hash: dict[int, int] = {}  # chained hash -> block
+        self._cached: OrderedDict[int, None] = OrderedDict()  # ref count 0 but hashed: oldest first
+        self.num_evictions = 0
 
     @property
     def num_free(self) -> int:
-        return len(self._free)
+        """Blocks `allocate` can hand out: free ones and cached ones (evicted on demand)."""
+        return len(self._free) + len(self._cached)
+
+    @property
+    def num_cached(self) -> int:
+        return len(self._cached)
 
     @property
     def num_in_use(self) -> int:
-        return self.num_blocks - len(self._free)
+        return self.num_blocks - self.num_free
 
     def usage(self) -> float:
         return self.num_in_use / self.num_blocks
 
     def allocate(self, n: int) -> list[int]:
-        if n > len(self._free):
-            raise RuntimeError(f"cannot allocate {n} blocks: only {len(self._free)} free")
-        out = [self._free.popleft() for _ in range(n)]
-        for b in out:
+        if n > self.num_free:
+            raise RuntimeError(f"cannot allocate {n} blocks: only {self.num_free} free")
+        out = []
+        for _ in range(n):
+            if self._free:
+                b = self._free.popleft()
+            else:
+                b, _ = self._cached.popitem(last=False)
+                self._unhash(b)
+                self.num_evictions += 1
             self._ref[b] = 1
+            out.append(b)
         return out
 
     def free(self, blocks: list[int]) -> None:
@@ -47,23 +73,68 @@ class BlockPool:
                 raise RuntimeError(f"double free of KV block {b}")
             self._ref[b] -= 1
             if self._ref[b] == 0:
-                self._free.appendleft(b)
+                if self._hash[b] is None:
+                    self._free.appendleft(b)
+                else:
+                    self._cached[b] = None  # newest last: evicted after the older ones
+
+    # ---- prefix cache ---------------------------------------------------------------------------
+    def lookup(self, block_hash: int, tokens: tuple[int, ...]) -> int | None:
+        """The block holding exactly these tokens after the prefix `block_hash` chains, if cached or in use."""
+        b = self._by_hash.get(block_hash)
+        return b if b is not None and self._tokens.get(b) == tokens else None
+
+    def is_cached(self, b: int) -> bool:
+        """Unreferenced but kept for its hash (reusable, or evictable by `allocate`)."""
+        return self._ref[b] == 0 and self._hash[b] is not None
+
+    def share(self, b: int) -> None:
+        """One more reference to a hashed block (a cached one comes back into use)."""
+        if self._ref[b] == 0:
+            del self._cached[b]
+        self._ref[b] += 1
+
+    def register(self, b: int, block_hash: int, tokens: tuple[int, ...]) -> None:
+        """Make in-use block b findable by its chained hash (a full block of known, computed tokens). A hash
+        another block already holds keeps that block: b stays unhashed and goes back to the free list when freed."""
+        if self._ref[b] <= 0 or self._hash[b] is not None or block_hash in self._by_hash:
+            return
+        self._hash[b] = block_hash
+        self._tokens[b] = tokens
+        self._by_hash[block_hash] = b
+
+    def _unhash(self, b: int) -> None:
+        h = self._hash[b]
+        if h is not None:
+            del self._by_hash[h]
+            del self._tokens[b]
+            self._hash[b] = None
 
     def check_integrity(self) -> None:
         free = set(self._free)
         assert len(free) == len(self._free), "a block appears twice in the free list"
-        assert all(self._ref[b] == 0 for b in free), "a free block has a non-zero ref count"
+        assert all(self._ref[b] == 0 and self._hash[b] is None for b in free), "a free block is referenced or hashed"
+        assert all(self._ref[b] == 0 and self._hash[b] is not None for b in self._cached), (
+            "a cached block is referenced or unhashed")
+        assert not free & set(self._cached), "a block is both free and cached"
         in_use = sum(1 for r in self._ref if r > 0)
-        assert len(free) + in_use == self.num_blocks, (
-            f"block accounting broken: free {len(free)} + in use {in_use} != total {self.num_blocks}")
+        assert len(free) + len(self._cached) + in_use == self.num_blocks, (
+            f"block accounting broken: free {len(free)} + cached {len(self._cached)} + in use {in_use} != total "
+            f"{self.num_blocks}")
+        assert all(self._by_hash[self._hash[b]] == b for b in range(self.num_blocks) if self._hash[b] is not None)
+        assert len(self._by_hash) == len(self._tokens) == sum(h is not None for h in self._hash)
 
 
 class KVCacheManager:
-    """Maps requests to blocks. Requests hold block ids; the pool holds the blocks."""
+    """Maps requests to blocks. Requests hold block ids; the pool holds the blocks. With `enable_caching`, full
+    blocks are shared between requests with equal prefixes (module docstring)."""
 
-    def __init__(self, pool: BlockPool):
+    def __init__(self, pool: BlockPool, enable_caching: bool = False):
         self.pool = pool
         self.block_size = pool.block_size
+        self.enable_caching = enable_caching
+        self.num_prefix_hit_tokens = 0  # prompt (or recomputed) tokens served from cached blocks
+        self.num_prefix_queried_tokens = 0  # tokens of the admitted requests that could have been
 
     def blocks_needed(self, req: Request, num_new_tokens: int) -> int:
         total = req.num_computed_tokens + num_new_tokens
@@ -82,3 +153,61 @@ class KVCacheManager:
         if req.block_ids:
             self.pool.free(req.block_ids)
             req.block_ids = []
+        req.block_hashes = []
+
+    # ---- prefix caching -------------------------------------------------------------------------
+    def find_prefix(self, req: Request) -> list[int]:
+        """The cached blocks that hold req's leading full blocks (a request not yet started, whose prompt
+        logprobs are not asked): all but its last known token at most. Takes nothing."""
+        if not self.enable_caching or req.block_ids or req.num_computed_tokens or req.wants_prompt_logprobs():
+            return []
+        bs = self.block_size
+        known = req.num_tokens - req.num_pending
+        hits: list[int] = []
+        h = 0
+        for i in range((known - 1) // bs):
+            tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
+            h = hash((h, tokens))
+            b = self.pool.lookup(h, tokens)
+            if b is None:
+                break
+            hits.append(b)
+        return hits
+
+    def admission_blocks(self, req: Request, hits: list[int], num_new_tokens: int) -> tuple[int, int]:
+        """(blocks to allocate, blocks free for them) if req is admitted with `hits` shared and num_new_tokens
+        more tokens scheduled: cached hits come back into use, so they stop counting as free."""
+        if not hits:
+            return self.blocks_needed(req, num_new_tokens), self.pool.num_free
+        total = len(hits) * self.block_size + num_new_tokens
+        reclaimed = sum(1 for b in hits if self.pool.is_cached(b))
+        return -(-total // self.block_size) - len(hits), self.pool.num_free - reclaimed
+
+    def share_prefix(self, req: Request, hits: list[int]) -> None:
+        """req starts with `hits` (find_prefix's, for this request) as its computed leading blocks."""
+        if not self.enable_caching:
+            return
+        self.num_prefix_queried_tokens += req.num_tokens - req.num_pending
+        if not hits:
+            return
+        for b in hits:
+            self.pool.share(b)
+        req.block_ids = list(hits)
+        req.num_computed_tokens = len(hits) * self.block_size
+        req.num_cached_tokens = req.num_computed_tokens
+        self.num_prefix_hit_tokens += req.num_computed_tokens
+        self._hash_blocks(req)
+
+    def cache_blocks(self, req: Request) -> None:
+        """Register req's full blocks whose tokens are all known and computed (once each)."""
+        if self.enable_caching:
+            self._hash_blocks(req)
+
+    def _hash_blocks(self, req: Request) -> None:
+        bs = self.block_size
+        full = min(req.num_computed_tokens, req.num_tokens - req.num_pending, len(req.block_ids) * bs) // bs
+        for i in range(len(req.block_hashes), full):
+            tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
+            h = hash((req.block_hashes[-1] if req.block_hashes else 0, tokens))
+            req.block_hashes.append(h)
+            self.pool.register(req.block_ids[i], h, tokens)

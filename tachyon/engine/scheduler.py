@@ -206,18 +206,22 @@ class Scheduler:
                 due = due or rem >= horizon
                 if len(self.running) >= cap and rem < horizon and not (due and rem >= self.due_soon * horizon):
                     break  # lpt: later steps carry it without a longer run (module docstring)
-            remaining = req.num_tokens - req.num_computed_tokens
+            hits = self.kv.find_prefix(req)  # prefix caching: leading blocks another request computed
+            remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
             n = min(remaining, budget)
             if n < remaining and not self.enable_chunked_prefill:
                 break
-            need = self.kv.blocks_needed(req, n)
-            if self.kv.pool.num_free - need < self.watermark_blocks and self.running:
+            need, free = self.kv.admission_blocks(req, hits, n)
+            if free - need < self.watermark_blocks and self.running:
                 break  # keep headroom for running decodes; an idle engine always admits
-            if not self.kv.allocate_slots(req, n):
+            if need > free:
                 break
             self.waiting.popleft()
             if self._ordered:
                 self._track_waiting(req, -1)
+            self.kv.share_prefix(req, hits)
+            if not self.kv.allocate_slots(req, n):
+                raise RuntimeError(f"request {req.request_id}: {need} blocks were free at admission, then not")
             req.status = RequestStatus.RUNNING
             self.running.append(req)
             out.requests.append(req)

@@ -57,6 +57,10 @@ _ENGINE_METRICS = (
     ("num_preemptions", "counter", "Cumulative preemptions by the engine.", ("num_preemptions",)),
     ("kv_cache_free_blocks", "gauge", "KV blocks free or cached (reusable).", ("num_free_blocks",)),
     ("kv_cache_total_blocks", "gauge", "KV blocks in the pool.", ("num_total_blocks",)),
+    ("prefix_cache_queries", "counter", "Tokens of requests admitted with prefix caching on.",
+     ("prefix_cache_queries",)),
+    ("prefix_cache_hits", "counter", "Of those, tokens found in the prefix cache instead of computed.",
+     ("prefix_cache_hits",)),
 )
 
 
