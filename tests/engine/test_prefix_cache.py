@@ -128,3 +128,23 @@ def test_other_admission_orders_share_prefixes_too(tiny_llama, policy):
         assert [o.outputs[0].token_ids for o in got] == want
     assert all(o.num_cached_tokens >= 16 for o in got)
     on.engine.check_integrity()
+
+
+def test_greedy_after_a_cache_hit_equals_transformers(tiny_llama):
+    """The independent oracle: a prompt whose head another request cached decodes, greedy, to transformers'
+    generate tokens for the whole prompt."""
+    import torch
+
+    from tests.hf_oracle import hf_model
+
+    on = _engine(tiny_llama, True)
+    a, b = _prompts(2, shared=21, seed=7)
+    sp = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+    _run(on, [a], sp)
+    out = _run(on, [b], sp)[0]
+    assert out.num_cached_tokens == 20
+    ids = torch.tensor([b])
+    with torch.no_grad():
+        want = hf_model(tiny_llama).generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                             max_new_tokens=10, pad_token_id=0)[0, len(b):].tolist()
+    assert out.outputs[0].token_ids == want
