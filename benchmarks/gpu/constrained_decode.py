@@ -2,7 +2,9 @@
 engine on a dummy-weight shape, each checked and timed against plain sampled rows of the same batch size.
 
 Dummy shapes ship no tokenizer, so `--tokenizer` names one (a directory with tokenizer.json, e.g. the default
-model's, SmolLM2's 49,152-token vocabulary); the model keeps its own vocabulary (Qwen2.5-7B's 152,064 rows), so a
+model's, SmolLM2's 49,152-token vocabulary: tokenizer.json and tokenizer_config.json from the directory the default
+model's GGUF converts to, ~/.cache/tachyon/gguf/SmolLM2-135M-Instruct*/, after its first load; bench scripts carry
+it as .gpu_tok/, git-ignored); the model keeps its own vocabulary (Qwen2.5-7B's 152,064 rows), so a
 grammar's mask must also shut the ids the tokenizer lacks. EOS is set to the tokenizer's.
 
 Checks (any failure is reported in the JSON and exits 1): every JSON output parses and meets the schema's enum,
