@@ -35,6 +35,30 @@ def test_chat_nonstream_usage_exact(server, client):
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
 
 
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs the real engine")
+def test_prefix_cache_hits_show_in_usage_and_change_no_output(client):
+    """The shared server caches prefixes: a conversation sent twice (a system prompt unique to this run) comes
+    back with the same greedy answer, and the second time usage's prompt_tokens_details.cached_tokens counts the
+    whole blocks it reused (none the first time); streamed usage reports it too, and so do completions."""
+    import uuid
+
+    system = "You are a terse assistant. Session " + uuid.uuid4().hex + ". " + "Answer in one line. " * 8
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": "Name a colour."}]
+    kw = dict(model="tiny", messages=msgs, max_tokens=8, temperature=0, extra_body={"ignore_eos": True})
+    first = client.chat.completions.create(**kw)
+    second = client.chat.completions.create(**kw)
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert 0 < cached < second.usage.prompt_tokens and cached >= second.usage.prompt_tokens - 16
+    assert second.choices[0].message.content == first.choices[0].message.content
+    chunks = list(client.chat.completions.create(**kw, stream=True, stream_options={"include_usage": True}))
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == cached
+    prompt = system + " Name a colour."
+    client.completions.create(model="tiny", prompt=prompt, max_tokens=2)
+    again = client.completions.create(model="tiny", prompt=prompt, max_tokens=2)
+    assert again.usage.prompt_tokens_details.cached_tokens > 0
+
+
 def test_chat_stream_matches_nonstream_with_include_usage(client):
     kw = dict(model="tiny", messages=MSGS, max_tokens=12, temperature=0, extra_body={"ignore_eos": True})
     full = client.chat.completions.create(**kw)

@@ -56,6 +56,7 @@ class ServedModel:
     created: int
     vocab_size: int = 0
     max_token_chars: int = 0
+    prefix_caching: bool = False  # usage then reports prompt_tokens_details.cached_tokens
     _pieces: dict[int, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -87,6 +88,7 @@ def build_served_model(entry: ModelEntry, created: int) -> ServedModel:
         created=created,
         vocab_size=max(len(tok), max(vocab.values(), default=0) + 1),
         max_token_chars=max(longest, 16) * 2,
+        prefix_caching=bool(entry.engine_args.get("enable_prefix_caching")),
     )
 
 

@@ -110,7 +110,7 @@ def _response(
         "created": int(time.time()),
         "model": name,
         "choices": choices,
-        "usage": usage(len(out.prompt_token_ids), call.record.completion_tokens),
+        "usage": usage(len(out.prompt_token_ids), call.record.completion_tokens, _cached(model, [out])),
         "system_fingerprint": None,
     }
 
@@ -197,7 +197,7 @@ async def _stream(
                     dict(
                         base,
                         choices=[],
-                        usage=usage(len(last.prompt_token_ids), call.record.completion_tokens),
+                        usage=usage(len(last.prompt_token_ids), call.record.completion_tokens, _cached(model, [last])),
                     )
                 )
     except APIError as e:
@@ -206,3 +206,8 @@ async def _stream(
             _note(call, gen, last)
         yield sse(e.body())
     yield DONE
+
+
+def _cached(model: ServedModel, outs: list[RequestOutput]) -> int | None:
+    """Prompt tokens served from the prefix cache, when the model caches prefixes (usage's cached_tokens)."""
+    return sum(o.num_cached_tokens for o in outs) if model.prefix_caching else None

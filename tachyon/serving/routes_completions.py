@@ -169,7 +169,7 @@ def _response(job: _Job, outs: dict[int, RequestOutput]) -> dict[str, Any]:
         "created": int(time.time()),
         "model": job.name,
         "choices": choices,
-        "usage": usage(prompt_tokens, job.call.record.completion_tokens),
+        "usage": usage(prompt_tokens, job.call.record.completion_tokens, _cached(job, outs.values())),
         "system_fingerprint": None,
     }
 
@@ -225,10 +225,16 @@ async def _stream(job: _Job, include_usage: bool) -> AsyncIterator[bytes]:
         _note(job, outs)
         if include_usage:
             prompt_tokens = sum(len(out.prompt_token_ids) for out in outs.values())
-            yield sse(dict(base, choices=[], usage=usage(prompt_tokens, job.call.record.completion_tokens)))
+            yield sse(dict(base, choices=[],
+                           usage=usage(prompt_tokens, job.call.record.completion_tokens, _cached(job, outs.values()))))
     except APIError as e:
         job.call.fail(e)
         if outs:
             _note(job, outs)
         yield sse(e.body())
     yield DONE
+
+
+def _cached(job: _Job, outs) -> int | None:
+    """Prompt tokens served from the prefix cache, when the model caches prefixes (usage's cached_tokens)."""
+    return sum(o.num_cached_tokens for o in outs) if job.model.prefix_caching else None

@@ -147,7 +147,8 @@ MAIN_KEY = "sk-main-test-key"
 
 def main_server() -> Server:
     """The server most tests share: one tiny llama, one API key, default guards but 2 s head/body timeouts, the
-    hermes tool-call parser (tool_choice "auto")."""
+    hermes tool-call parser (tool_choice "auto"), prefix caching on (every test through it then checks that cached
+    prefixes change nothing a client sees but usage's cached_tokens)."""
     return shared_server(
         "main",
         [
@@ -163,6 +164,7 @@ def main_server() -> Server:
             "2",
             "--tool-call-parser",
             "hermes",
+            "--enable-prefix-caching",
             *engine_args(),
         ],
         MAIN_KEY,
