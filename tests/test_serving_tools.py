@@ -48,7 +48,13 @@ def test_required_and_named_constraints():
     ('<tool_call>{"name": "f", "arguments": {"x": 1}}', None, None),  # unclosed
 ])
 def test_hermes_parser(text, content, calls):
-    got_content, got_calls = split_output(AUTO, text)
+    _check_split(AUTO, text, content, calls)
+
+
+def _check_split(plan, text: str, content: str | None, calls: list | None) -> None:
+    """split_output(plan, text): `calls` (name, arguments) with their own ids and `content` beside them; with no
+    calls, the whole text stays content."""
+    got_content, got_calls = split_output(plan, text)
     if calls is None:
         assert got_content == text and got_calls is None
         return
@@ -80,12 +86,7 @@ LLAMA = tool_plan(TOOLS, "auto", parser="llama3_json")
     ('{"name": "f", "parameters": 3}', None),
 ])
 def test_llama3_json_parser(text, calls):
-    content, got = split_output(LLAMA, text)
-    if calls is None:
-        assert content == text and got is None
-    else:
-        assert content is None
-        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == calls
+    _check_split(LLAMA, text, None, calls)
 
 
 @pytest.mark.parametrize("text,n", [
@@ -153,12 +154,7 @@ MISTRAL = tool_plan(TOOLS, "auto", parser="mistral")
     ('[TOOL_CALLS] {"name": "f", "arguments": {"x": 3}}', None, None),  # v3 needs the list
 ])
 def test_mistral_parser(text, content, calls):
-    got_content, got_calls = split_output(MISTRAL, text)
-    if calls is None:
-        assert got_content == text and got_calls is None
-        return
-    assert got_content == content
-    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got_calls] == calls
+    _check_split(MISTRAL, text, content, calls)
 
 
 @pytest.mark.parametrize("text,n", [("Sure", 4), ("Sure [TOOL", 5), ("ok[TOOL_CALLS][", 2), ("[", 0), ("a [b]", 5)])
@@ -193,12 +189,7 @@ PYTHONIC = tool_plan(TOOLS, "auto", parser="pythonic")
     ("[f(x={1, 2})]", None),  # a set is not JSON
 ])
 def test_pythonic_parser(text, calls):
-    content, got = split_output(PYTHONIC, text)
-    if calls is None:
-        assert content == text and got is None
-    else:
-        assert content is None
-        assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == calls
+    _check_split(PYTHONIC, text, None, calls)
 
 
 @pytest.mark.parametrize("text,n", [("Sure", 4), ("  ", 0), (" [f(", 0), ("<|py", 0), ("I said [", 8)])

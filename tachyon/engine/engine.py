@@ -259,7 +259,7 @@ class LLMEngine:
                 req.num_computed_tokens += n
                 if req.num_computed_tokens == req.num_tokens:  # reached its last token: it draws (a chunk short
                     req.add_placeholder()  # of its prompt's end, in a mixed step, does not)
-                self.scheduler.kv.cache_blocks(req)
+            self.scheduler.kv.cache_blocks(sched.requests)
             outs = self._drain(finished_only)
             self.runner.finish_launch(pending)  # redraws rows that change their logits, now that their history
             self._pending = pending  # (and matchers) hold the tokens just drained
@@ -273,7 +273,7 @@ class LLMEngine:
         result = self.runner.execute(sched)
         for req, n in zip(sched.requests, sched.num_new_tokens):
             req.num_computed_tokens += n
-            self.scheduler.kv.cache_blocks(req)
+        self.scheduler.kv.cache_blocks(sched.requests)
         return outs + self._process(sched.requests, result.sampled, result.result.token_ids,
                                     result.result.logprobs, finished_only, fill=False)
 
@@ -283,9 +283,11 @@ class LLMEngine:
         if pending is None:
             return []
         tokens = pending.tokens()
-        fed = [(r, t) for r, t in zip(pending.requests, tokens) if r.matcher is not None and not r.finished]
-        if fed:  # a launched step's structured rows were redrawn on the device: their matchers take the tokens here
-            feed_matchers([r for r, _ in fed], [t for _, t in fed], self.runner.sampler.masks, self.spec.vocab_size)
+        if pending.redrawn:  # a launched step's structured rows were redrawn on the device: their matchers take the
+            fed = [(r, t) for r, t in zip(pending.requests, tokens) if r.matcher is not None and not r.finished]
+            if fed:  # tokens here
+                feed_matchers([r for r, _ in fed], [t for _, t in fed], self.runner.sampler.masks,
+                              self.spec.vocab_size)
         return self._process(pending.requests, pending.requests, tokens, [None] * len(tokens), finished_only,
                              fill=True)
 

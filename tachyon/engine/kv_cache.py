@@ -22,6 +22,11 @@ from collections import OrderedDict, deque
 from tachyon.engine.request import Request
 
 
+def chain_hash(prev: int, tokens: tuple[int, ...]) -> int:
+    """A full block's hash: the hash of the blocks before it (0 for the first) chained with its token ids."""
+    return hash((prev, tokens))
+
+
 class BlockPool:
     def __init__(self, num_blocks: int, block_size: int):
         if num_blocks < 1:
@@ -30,9 +35,8 @@ class BlockPool:
         self.block_size = block_size
         self._free: deque[int] = deque(range(num_blocks))
         self._ref = [0] * num_blocks
-        self._hash: list[int | None] = [None] * num_blocks  # a full block's chained hash, while it is cached
-        self._tokens: dict[int, tuple[int, ...]] = {}  # block -> its token ids (hashed blocks)
-        self._by_hash: dict[int, int] = {}  # chained hash -> block
+        self._hash: list[int | None] = [None] * num_blocks  # a registered block's chained hash (in use or cached)
+        self._by_hash: dict[int, tuple[int, tuple[int, ...]]] = {}  # chained hash -> (block, its token ids)
         self._cached: OrderedDict[int, None] = OrderedDict()  # ref count 0 but hashed: oldest first
         self.num_evictions = 0
 
@@ -81,8 +85,8 @@ class BlockPool:
     # ---- prefix cache ---------------------------------------------------------------------------
     def lookup(self, block_hash: int, tokens: tuple[int, ...]) -> int | None:
         """The block holding exactly these tokens after the prefix `block_hash` chains, if cached or in use."""
-        b = self._by_hash.get(block_hash)
-        return b if b is not None and self._tokens.get(b) == tokens else None
+        entry = self._by_hash.get(block_hash)
+        return entry[0] if entry is not None and entry[1] == tokens else None
 
     def is_cached(self, b: int) -> bool:
         """Unreferenced but kept for its hash (reusable, or evictable by `allocate`)."""
@@ -100,14 +104,12 @@ class BlockPool:
         if self._ref[b] <= 0 or self._hash[b] is not None or block_hash in self._by_hash:
             return
         self._hash[b] = block_hash
-        self._tokens[b] = tokens
-        self._by_hash[block_hash] = b
+        self._by_hash[block_hash] = (b, tokens)
 
     def _unhash(self, b: int) -> None:
         h = self._hash[b]
         if h is not None:
             del self._by_hash[h]
-            del self._tokens[b]
             self._hash[b] = None
 
     def check_integrity(self) -> None:
@@ -121,8 +123,8 @@ class BlockPool:
         assert len(free) + len(self._cached) + in_use == self.num_blocks, (
             f"block accounting broken: free {len(free)} + cached {len(self._cached)} + in use {in_use} != total "
             f"{self.num_blocks}")
-        assert all(self._by_hash[self._hash[b]] == b for b in range(self.num_blocks) if self._hash[b] is not None)
-        assert len(self._by_hash) == len(self._tokens) == sum(h is not None for h in self._hash)
+        assert all(self._by_hash[self._hash[b]][0] == b for b in range(self.num_blocks) if self._hash[b] is not None)
+        assert len(self._by_hash) == sum(h is not None for h in self._hash)
 
 
 class KVCacheManager:
@@ -167,7 +169,7 @@ class KVCacheManager:
         h = 0
         for i in range((known - 1) // bs):
             tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
-            h = hash((h, tokens))
+            h = chain_hash(h, tokens)
             b = self.pool.lookup(h, tokens)
             if b is None:
                 break
@@ -198,16 +200,18 @@ class KVCacheManager:
         self.num_prefix_hit_tokens += req.num_computed_tokens
         self._hash_blocks(req)
 
-    def cache_blocks(self, req: Request) -> None:
-        """Register req's full blocks whose tokens are all known and computed (once each)."""
+    def cache_blocks(self, reqs: list[Request]) -> None:
+        """Register each request's full blocks whose tokens are all known and computed (once each); the engine
+        calls it after every step for the step's requests."""
         if self.enable_caching:
-            self._hash_blocks(req)
+            for req in reqs:
+                self._hash_blocks(req)
 
     def _hash_blocks(self, req: Request) -> None:
         bs = self.block_size
         full = min(req.num_computed_tokens, req.num_tokens - req.num_pending, len(req.block_ids) * bs) // bs
         for i in range(len(req.block_hashes), full):
             tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
-            h = hash((req.block_hashes[-1] if req.block_hashes else 0, tokens))
+            h = chain_hash(req.block_hashes[-1] if req.block_hashes else 0, tokens)
             req.block_hashes.append(h)
             self.pool.register(req.block_ids[i], h, tokens)

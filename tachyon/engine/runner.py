@@ -25,11 +25,11 @@ from tachyon.engine.sampler import (
     Sampler,
     SampleResult,
     compute_logprobs,
+    draw_tokens,
     logprob_dict,
     needs_host_logits,
     redrawn_when_launched,
     reshapes_logits,
-    sampling_tensors,
 )
 from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.models.spec import ModelSpec
@@ -51,6 +51,7 @@ class PendingStep:
     # (valid until the next launch) for ModelRunner.finish_launch, which redraws those rows and then copies the
     # tokens to the host; None: copied at launch
     logits: torch.Tensor | None = None
+    redrawn: bool = False  # finish_launch redrew rows: their matchers are fed when the tokens reach the host
 
     def tokens(self) -> list[int]:
         if self.event is not None:
@@ -114,6 +115,7 @@ class ModelRunner(RunnerStartup):
         self.num_prefills_launched = 0  # overlapped prefill steps
         self.num_mixed_launched = 0  # overlapped mixed-graph steps
         self.num_rows_redrawn = 0  # launched decode rows redrawn by finish_launch (for tests and stats)
+        self._launch_redraws = False  # set by can_launch for the launch that follows
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
@@ -158,18 +160,23 @@ class ModelRunner(RunnerStartup):
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
         `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose sampling needs no host-side
-        logits work."""
-        if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
-            return False
+        logits work, but in a decode batch's structured rows (sampler.redrawn_when_launched; whether the batch
+        holds one is kept for the `launch` that follows)."""
         decode = self._graph_eligible(sched)
+        if not (decode or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
+            return False
+        redraws = False
         for r in sched.requests:
             p = r.params
-            if p.logprobs is not None:
+            if p.logprobs is not None or r.num_sampled < p.min_tokens:
                 return False
-            if r.num_sampled < p.min_tokens or (reshapes_logits(p) and not (decode and redrawn_when_launched(p))):
-                return False  # only a decode step's structured rows are redrawn by finish_launch
+            if reshapes_logits(p):
+                if not (decode and redrawn_when_launched(p)):
+                    return False  # only a decode step's structured rows are redrawn by finish_launch
+                redraws = True
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
+        self._launch_redraws = redraws
         return True
 
     def _mixed_launchable(self, sched: SchedulerOutput) -> bool:
@@ -198,7 +205,7 @@ class ModelRunner(RunnerStartup):
         logits = None
         if max(sched.num_new_tokens) == 1:
             logits = self._launch_decode(sched)
-            if not any(reshapes_logits(r.params) for r in reqs):
+            if not self._launch_redraws:  # can_launch found no structured row: nothing for finish_launch to redraw
                 logits = None
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
@@ -237,6 +244,7 @@ class ModelRunner(RunnerStartup):
         if rows:
             self.sampler.redraw(pending.logits, rows, [reqs[i] for i in rows], self.last_tokens)
             self.num_rows_redrawn += len(rows)
+            pending.redrawn = True
         pending.logits = None
         self._copy_tokens(pending.host_tokens, pending.event)
 
@@ -275,10 +283,7 @@ class ModelRunner(RunnerStartup):
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]; returns the
         logits."""
         logits = self.model.compute_logits(hidden).float()
-        if all(r.params.temperature == 0.0 for r in reqs):
-            self.last_tokens[: len(reqs)].copy_(torch.argmax(logits, dim=-1))
-        else:
-            kernels.sample(logits, *sampling_tensors(reqs, self.device), out=self.last_tokens[: len(reqs)])
+        draw_tokens(logits, reqs, out=self.last_tokens[: len(reqs)])
         return logits
 
     def _graph_eligible(self, sched: SchedulerOutput) -> bool:

@@ -141,7 +141,7 @@ class Sampler:
         if drawn is not None and not special:
             token_t = drawn
         else:
-            token_t = _draw(logits, reqs)
+            token_t = draw_tokens(logits, reqs)
         tokens = token_t.tolist()
         structured = [i for i in special if reqs[i].matcher is not None]
         if structured:
@@ -166,13 +166,13 @@ class Sampler:
         idx = to_device_async(torch.tensor(rows, dtype=torch.long), logits.device)
         sub = logits.index_select(0, idx).float()  # a copy: the step's own logits stay as they were
         self._reshape(sub, list(range(len(rows))), reqs)
-        out[idx] = _draw(sub, reqs, -1)
+        out[idx] = draw_tokens(sub, reqs, -1)
 
     def _reshape(self, logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
         """In place, in the module docstring's order: reqs[k]'s bias, penalties, min_tokens bans and structured
         mask on logits[rows[k]] (contiguous float), each over all its rows at once."""
         groups = ((apply_logit_biases, lambda r: bool(r.params.logit_bias)),
-                  (apply_penalties, _has_penalty),
+                  (apply_penalties, lambda r: _penalised(r.params)),
                   (ban_stop_tokens, lambda r: r.num_output_tokens < r.params.min_tokens))
         for apply, wants in groups:
             picked = [k for k, r in enumerate(reqs) if wants(r)]
@@ -193,19 +193,21 @@ def feed_matchers(reqs: list[Request], tokens: list[int], masks: MaskPrefetch, v
     masks.start([r.matcher for r in reqs], [r.eos_token_ids for r in reqs], vocab)
 
 
-def _draw(logits: torch.Tensor, reqs: list[Request], step_offset: int = 0) -> torch.Tensor:
-    """One token per row of `logits` (float) by kernels.sample, argmax when every row is greedy."""
+def draw_tokens(logits: torch.Tensor, reqs: list[Request], step_offset: int = 0,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """One token per row of `logits` (float) by kernels.sample, argmax when every row is greedy; written into `out`
+    (int64, one row per request) and returned when given. `step_offset` as sampling_tensors'."""
     if all(r.params.temperature == 0.0 for r in reqs):
-        return torch.argmax(logits, dim=-1)
-    return kernels.sample(logits, *sampling_tensors(reqs, logits.device, step_offset))
+        tokens = torch.argmax(logits, dim=-1)
+        return tokens if out is None else out.copy_(tokens)
+    return kernels.sample(logits, *sampling_tensors(reqs, logits.device, step_offset), out=out)
 
 
 def reshapes_logits(p: SamplingParams) -> bool:
     """Whether these params change every draw's logits (logit bias, penalties, a structured-output mask), so a
     token drawn from the raw logits inside a CUDA graph cannot stand. min_tokens bans come and go by step: the
     caller checks them against its own count (drawn tokens, or those still pending too)."""
-    return (bool(p.logit_bias) or p.structured_outputs is not None or p.repetition_penalty != 1.0
-            or p.presence_penalty != 0.0 or p.frequency_penalty != 0.0)
+    return bool(p.logit_bias) or p.structured_outputs is not None or _penalised(p)
 
 
 def redrawn_when_launched(p: SamplingParams) -> bool:
@@ -222,10 +224,6 @@ def redrawn_when_launched(p: SamplingParams) -> bool:
 def needs_host_logits(r: Request) -> bool:
     """Whether this row's next draw changes its logits first (reshapes_logits, or a min_tokens ban)."""
     return reshapes_logits(r.params) or r.num_output_tokens < r.params.min_tokens
-
-
-def _has_penalty(r: Request) -> bool:
-    return _penalised(r.params)
 
 
 def _penalised(p: SamplingParams) -> bool:

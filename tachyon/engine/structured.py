@@ -3,7 +3,8 @@ allowed-token mask for the sampler.
 
 Contract: `GrammarCompiler` belongs to one engine and its tokenizer; `matcher` runs where requests are made (any
 thread) and raises ValueError naming the field for a grammar it cannot compile. A matcher belongs to one Request
-(one sequence): the sampler masks that row's logits (`mask_logits`) and feeds it each token drawn, so its state
+(one sequence): the sampler masks that row's logits (`fill_bitmask` / `apply_bitmask`, the next step's prefetched
+by `MaskPrefetch`) and feeds it each token drawn, so its state
 always matches the request's output tokens (preemption recomputes KV only, never tokens). A matcher that has
 stopped, or that fails, allows only the EOS tokens, so its request ends instead of sampling from an empty mask.
 """
@@ -153,13 +154,12 @@ class MaskPrefetch:
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="tachyon-masks")
-        self._pending: tuple[Future, list, list[list[int]], int] | None = None
+        self._pending: tuple[Future, list, int] | None = None  # (the fill, its matchers, its vocab)
         self.rows_prefetched = 0  # rows `take` found ready (for tests and stats)
 
     def start(self, matchers: list, eos_token_ids: list[list[int]], vocab: int) -> None:
         """Begin filling these matchers' next masks (any earlier unfinished prefetch is dropped once done)."""
-        self._pending = (self._pool.submit(fill_bitmask, matchers, eos_token_ids, vocab), matchers, eos_token_ids,
-                         vocab)
+        self._pending = (self._pool.submit(fill_bitmask, matchers, eos_token_ids, vocab), matchers, vocab)
 
     def wait(self) -> None:
         """Block until a running prefetch is done: its matchers may then be used from this thread (it is kept for
@@ -170,9 +170,9 @@ class MaskPrefetch:
     def take(self, matchers: list, eos_token_ids: list[list[int]], vocab: int) -> torch.Tensor:
         """fill_bitmask(matchers, eos_token_ids, vocab), from the prefetch where it holds a row's matcher."""
         pending, self._pending = self._pending, None
-        if pending is None or pending[3] != vocab:
+        if pending is None or pending[2] != vocab:
             return fill_bitmask(matchers, eos_token_ids, vocab)
-        future, done, _, _ = pending
+        future, done, _ = pending
         ready = future.result()
         if len(done) == len(matchers) and all(a is b for a, b in zip(done, matchers)):
             self.rows_prefetched += len(matchers)

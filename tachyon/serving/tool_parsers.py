@@ -33,6 +33,22 @@ def _held_tail(text: str, tag: str) -> int:
     return 0
 
 
+def _before_tag(text: str, tag: str) -> int:
+    """streamable() of a format whose calls follow content after `tag`: everything before the tag, or before a
+    tail that may still become it."""
+    at = text.find(tag)
+    return at if at >= 0 else len(text) - _held_tail(text, tag)
+
+
+def _unless_opened(text: str, opener: str, tag: str) -> int:
+    """streamable() of a format whose whole answer is the calls, starting with `opener` or `tag`: nothing while the
+    answer may still become calls, all of it once it cannot."""
+    head = text.lstrip()
+    if not head or head.startswith(opener) or head.startswith(tag) or tag.startswith(head):
+        return 0
+    return len(text)
+
+
 class HermesParser:
     """`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks after optional text (the format Qwen2.5,
     Qwen3 and Hermes chat templates ask for)."""
@@ -57,8 +73,7 @@ class HermesParser:
         return (content if content.strip() else None), pairs
 
     def streamable(self, text: str) -> int:
-        at = text.find(self.OPEN)
-        return at if at >= 0 else len(text) - _held_tail(text, self.OPEN)
+        return _before_tag(text, self.OPEN)
 
 
 class Llama3JsonParser:
@@ -86,10 +101,7 @@ class Llama3JsonParser:
             pairs.append(call)
 
     def streamable(self, text: str) -> int:
-        head = text.lstrip()
-        if not head or head.startswith("{") or head.startswith(self.TAG) or self.TAG.startswith(head):
-            return 0
-        return len(text)
+        return _unless_opened(text, "{", self.TAG)
 
 
 class MistralParser:
@@ -137,8 +149,7 @@ class MistralParser:
         return pairs
 
     def streamable(self, text: str) -> int:
-        at = text.find(self.TAG)
-        return at if at >= 0 else len(text) - _held_tail(text, self.TAG)
+        return _before_tag(text, self.TAG)
 
 
 class PythonicParser:
@@ -175,10 +186,7 @@ class PythonicParser:
         return None, pairs
 
     def streamable(self, text: str) -> int:
-        head = text.lstrip()
-        if not head or head.startswith("[") or head.startswith(self.START) or self.START.startswith(head):
-            return 0
-        return len(text)
+        return _unless_opened(text, "[", self.START)
 
 
 def _literal(node: ast.AST) -> Any:
