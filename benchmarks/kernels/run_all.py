@@ -203,6 +203,23 @@ def b_silu(T: int, gen):
            1e-2, ref_fn=lambda: K.silu_and_mul_ref(x))
 
 
+@guarded
+def b_penalties(B: int, gen):
+    """A batch of penalised rows: each row's counts and prompt flags (~1% of the vocabulary) in its own slot."""
+    logits = torch.randn(B, VOCAB, device=DEV, generator=gen) * 3
+    hits = torch.rand(B, VOCAB, device=DEV, generator=gen) < 0.01
+    counts = (torch.randint(1, 4, (B, VOCAB), device=DEV, generator=gen) * hits).to(torch.int32)
+    seen = torch.rand(B, VOCAB, device=DEV, generator=gen) < 0.01
+    rows = torch.arange(B, device=DEV)
+    params = torch.tensor([[1.2, 0.3, 0.4]], device=DEV).expand(B, 3).contiguous()
+    a, b = logits.clone(), logits.clone()
+    K.apply_penalties_triton(a, rows, rows, counts, seen, params)
+    K.apply_penalties_ref(b, rows, rows, counts, seen, params)
+    record("penalties", f"B={B} V={VOCAB}", lambda: K.apply_penalties_triton(logits, rows, rows, counts, seen, params),
+           B * VOCAB * (4 + 4 + 4 + 1), 0, rel_err(a, b), 1e-4,
+           ref_fn=lambda: K.apply_penalties_ref(logits, rows, rows, counts, seen, params))
+
+
 def sample_params(B: int, T: float, k: int, p: float, mp: float, seed0: int = 0) -> dict:
     return dict(temperature=torch.full((B,), T, device=DEV), top_k=torch.full((B,), k, dtype=torch.int32,
                 device=DEV), top_p=torch.full((B,), p, device=DEV), min_p=torch.full((B,), mp, device=DEV),
@@ -346,6 +363,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
+    ap.add_argument("--only", default="", help="comma-separated kernel families to run (default: all), e.g. penalties")
     args = ap.parse_args()
     if not SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -354,6 +372,32 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     PARTIAL.append(out / "kernels_partial.json")
+    only = set(filter(None, args.only.split(",")))
+    if only:
+        _run_only(only, gen)
+    else:
+        _run_all(gen)
+    result = dict(env=_env(ROOT), smoke=SMOKE, bandwidth_Bps=BW, flops_per_s=FLOPS, wall_s=time.time() - t0, rows=ROWS,
+                  sweep=SWEEP)
+    (out / "kernels.json").write_text(json.dumps(result, indent=1))
+    table = markdown(ROWS)
+    (out / "kernels.md").write_text(table)
+    print(json.dumps(result["env"]))
+    print(table)
+    bad = [r for r in ROWS if not r.get("ok")]
+    print(f"{len(ROWS) - len(bad)}/{len(ROWS)} ok; wall {time.time() - t0:.0f}s")
+
+
+def _run_only(only: set[str], gen) -> None:
+    known = {"penalties": lambda: [b_penalties(B, gen) for B in ([1, 64, 256] if not SMOKE else [2])]}
+    unknown = only - set(known)
+    if unknown:
+        sys.exit(f"--only: unknown kernel families {sorted(unknown)}; known: {sorted(known)}")
+    for name in sorted(only):
+        known[name]()
+
+
+def _run_all(gen) -> None:
     ctxs = [512, 4096] if not SMOKE else [40, 130]
     batches = [1, 64, 256] if not SMOKE else [1, 3]
     for T in ([256, 4096] if not SMOKE else [5]):
@@ -382,18 +426,11 @@ def main() -> None:
     for B in ([1, 8, 256] if not SMOKE else [2]):
         for mode in ["greedy", "temperature", "top_p0.9", "top_k50", "k50_p0.9_minp0.05"]:
             b_sample(B, mode, gen)
+    for B in ([1, 64, 256] if not SMOKE else [2]):
+        b_penalties(B, gen)
     b_sample_distribution(gen)
     sweep_attention(gen)
     sweep_sampling(gen)
-    result = dict(env=_env(ROOT), smoke=SMOKE, bandwidth_Bps=BW, flops_per_s=FLOPS, wall_s=time.time() - t0, rows=ROWS,
-                  sweep=SWEEP)
-    (out / "kernels.json").write_text(json.dumps(result, indent=1))
-    table = markdown(ROWS)
-    (out / "kernels.md").write_text(table)
-    print(json.dumps(result["env"]))
-    print(table)
-    bad = [r for r in ROWS if not r.get("ok")]
-    print(f"{len(ROWS) - len(bad)}/{len(ROWS)} ok; wall {time.time() - t0:.0f}s")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from tachyon import kernels
+from tachyon.engine.penalty_counts import PenaltyCounts, Picked
 from tachyon.engine.request import Request
 from tachyon.engine.staging import to_device_async
 from tachyon.engine.structured import MaskPrefetch, apply_bitmask
@@ -40,39 +41,6 @@ def apply_logit_biases(logits: torch.Tensor, rows: list[int], reqs: list[Request
     idx = _flat(rows, [ids for ids, _ in pairs], logits.shape[-1], logits.device)
     vals = to_device_async(torch.cat([v for _, v in pairs]).to(logits.dtype), logits.device)
     logits.view(-1).index_add_(0, idx, vals)
-
-
-def apply_penalties(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
-    """In place on logits[rows]: repetition penalty (prompt + output tokens, HF semantics), then presence and
-    frequency penalties (output tokens only, OpenAI's formula), every row at once. A row whose params leave a
-    penalty at its neutral value is unchanged by it (x / 1 and x - 0 are exact)."""
-    vocab, dev = logits.shape[-1], logits.device
-    n = len(rows)
-    idx = to_device_async(torch.tensor(rows, dtype=torch.long), dev)
-    sub = logits.index_select(0, idx)
-    rep = [k for k, r in enumerate(reqs) if r.params.repetition_penalty != 1.0]
-    if rep:
-        seen = torch.zeros(n, vocab, dtype=torch.bool, device=dev)
-        seen.view(-1)[_flat(rep, [_known_tokens(reqs[k]) for k in rep], vocab, dev)] = True
-        rp = to_device_async(torch.tensor([r.params.repetition_penalty for r in reqs], dtype=sub.dtype), dev)
-        rp = rp[:, None]
-        sub = torch.where(seen, torch.where(sub > 0, sub / rp, sub * rp), sub)
-    pf = [k for k, r in enumerate(reqs)
-          if (r.params.presence_penalty or r.params.frequency_penalty) and r.num_output_tokens]
-    if pf:
-        out = [torch.tensor(reqs[k].output_token_ids, dtype=torch.long) for k in pf]
-        counts = torch.zeros(n, vocab, dtype=sub.dtype, device=dev)
-        flat = _flat(pf, out, vocab, dev)
-        counts.view(-1).index_add_(0, flat, torch.ones(flat.shape, dtype=sub.dtype, device=dev))
-        fp_pp = to_device_async(torch.tensor([[r.params.frequency_penalty, r.params.presence_penalty] for r in reqs],
-                                             dtype=sub.dtype), dev)
-        sub = sub - fp_pp[:, :1] * counts - fp_pp[:, 1:] * (counts > 0).to(sub.dtype)
-    logits.index_copy_(0, idx, sub)
-
-
-def _known_tokens(r: Request) -> torch.Tensor:
-    """Prompt and host-known output tokens (no pending placeholders)."""
-    return torch.tensor(r.token_ids[: r.num_tokens - r.num_pending], dtype=torch.long)
 
 
 def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
@@ -122,10 +90,12 @@ def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> 
 class Sampler:
     """Logit biases, penalties, min_tokens bans and structured-output masks are applied per row here; the draw
     itself is `kernels.sample` (Triton on GPU, its torch reference on CPU), so both paths share one definition of
-    the filters. Structured rows' next masks are filled in the background between calls (`masks`)."""
+    the filters. Structured rows' next masks are filled in the background between calls (`masks`); penalised
+    rows' token counts stay on the device between calls (`penalties`)."""
 
     def __init__(self) -> None:
         self.masks = MaskPrefetch()
+        self.penalties = PenaltyCounts()
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
@@ -133,15 +103,18 @@ class Sampler:
         the distribution."""
         raw = logits
         logits = logits.float()
+        counted = None
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
         if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
             same = logits.data_ptr() == raw.data_ptr()
             logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
-            self._reshape(logits, special, [reqs[i] for i in special])
+            counted = self._reshape(logits, special, [reqs[i] for i in special])
         if drawn is not None and not special:
             token_t = drawn
         else:
             token_t = draw_tokens(logits, reqs)
+            if counted is not None:
+                self.penalties.record(counted, token_t)
         tokens = token_t.tolist()
         structured = [i for i in special if reqs[i].matcher is not None]
         if structured:
@@ -165,24 +138,35 @@ class Sampler:
         # a list index would copy it to the device blocking (a stream sync: the host would wait for the step)
         idx = to_device_async(torch.tensor(rows, dtype=torch.long), logits.device)
         sub = logits.index_select(0, idx).float()  # a copy: the step's own logits stay as they were
-        self._reshape(sub, list(range(len(rows))), reqs)
-        out[idx] = draw_tokens(sub, reqs, -1)
+        counted = self._reshape(sub, list(range(len(rows))), reqs, -1)
+        drawn = draw_tokens(sub, reqs, -1)
+        out[idx] = drawn
+        if counted is not None:
+            self.penalties.record(counted, drawn)
 
-    def _reshape(self, logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
+    def _reshape(self, logits: torch.Tensor, rows: list[int], reqs: list[Request],
+                 step_offset: int = 0) -> Picked | None:
         """In place, in the module docstring's order: reqs[k]'s bias, penalties, min_tokens bans and structured
-        mask on logits[rows[k]] (contiguous float), each over all its rows at once."""
-        groups = ((apply_logit_biases, lambda r: bool(r.params.logit_bias)),
-                  (apply_penalties, lambda r: _penalised(r.params)),
-                  (ban_stop_tokens, lambda r: r.num_output_tokens < r.params.min_tokens))
-        for apply, wants in groups:
-            picked = [k for k, r in enumerate(reqs) if wants(r)]
-            if picked:
-                apply(logits, [rows[k] for k in picked], [reqs[k] for k in picked])
+        mask on logits[rows[k]] (contiguous float), each over all its rows at once. Returns the penalised rows,
+        whose drawn tokens the caller passes to `penalties.record` (None: no such row). `step_offset` as
+        sampling_tensors'."""
+        biased = [k for k, r in enumerate(reqs) if r.params.logit_bias]
+        if biased:
+            apply_logit_biases(logits, [rows[k] for k in biased], [reqs[k] for k in biased])
+        counted = None
+        penalised = [k for k, r in enumerate(reqs) if _penalised(r.params)]
+        if penalised:
+            counted = self.penalties.apply(logits, [rows[k] for k in penalised], [reqs[k] for k in penalised],
+                                           step_offset)
+        banned = [k for k, r in enumerate(reqs) if r.num_output_tokens < r.params.min_tokens]
+        if banned:
+            ban_stop_tokens(logits, [rows[k] for k in banned], [reqs[k] for k in banned])
         structured = [k for k, r in enumerate(reqs) if r.matcher is not None]
         if structured:
             matchers = [reqs[k].matcher for k in structured]
             eos = [reqs[k].eos_token_ids for k in structured]
             apply_bitmask(logits, [rows[k] for k in structured], self.masks.take(matchers, eos, logits.shape[-1]))
+        return counted
 
 
 def feed_matchers(reqs: list[Request], tokens: list[int], masks: MaskPrefetch, vocab: int) -> None:

@@ -37,6 +37,7 @@ from tachyon.kernels.gemv_select import (
     pick_glu_config,
     pick_small_config,
 )
+from tachyon.kernels.penalties import apply_penalties_ref, apply_penalties_triton
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
     QuantizedRows,
@@ -300,7 +301,18 @@ def sample(
     return fn(logits, temperature, top_k, top_p, min_p, seeds, steps, out=out, unfiltered=unfiltered)
 
 
+def apply_penalties(logits: torch.Tensor, rows: torch.Tensor, slots: torch.Tensor, counts: torch.Tensor,
+                    seen: torch.Tensor, params: torch.Tensor) -> None:
+    """In place on logits[rows[i]]: repetition, frequency and presence penalties from the token counts of
+    counts[slots[i]] / seen[slots[i]] and params[i] = (repetition, frequency, presence) (penalties.py)."""
+    fn = apply_penalties_triton if use_triton(logits) else apply_penalties_ref
+    fn(logits, rows, slots, counts, seen, params)
+
+
 __all__ = [
+    "apply_penalties",
+    "apply_penalties_ref",
+    "apply_penalties_triton",
     "fp8_gemm_small",
     "fp8_gemm_small_triton",
     "pick_fp8_small_config",

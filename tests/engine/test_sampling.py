@@ -216,8 +216,9 @@ def test_batched_biases_penalties_and_bans_match_the_per_element_formulas():
     """The sampler's batched logit_bias, penalties (repetition: HF's, on prompt + output; presence / frequency:
     OpenAI's, on output) and min_tokens bans change exactly the elements the per-token formulas say, each row by
     its own params, and leave a row not listed (index 2) alone."""
+    from tachyon.engine.penalty_counts import PenaltyCounts
     from tachyon.engine.request import Request
-    from tachyon.engine.sampler import apply_logit_biases, apply_penalties, ban_stop_tokens
+    from tachyon.engine.sampler import apply_logit_biases, ban_stop_tokens
 
     def req(prompt, outputs, **kw):
         r = Request("r", prompt, SamplingParams(**kw), eos_token_ids=[0], max_model_len=100, sample_seed=0)
@@ -246,7 +247,7 @@ def test_batched_biases_penalties_and_bans_match_the_per_element_formulas():
     got = logits.clone()
     biased = [k for k, r in enumerate(reqs) if r.params.logit_bias]
     apply_logit_biases(got, [rows[k] for k in biased], [reqs[k] for k in biased])
-    apply_penalties(got, rows, reqs)
+    PenaltyCounts().apply(got, rows, reqs)
     ban_stop_tokens(got, rows, reqs)
     assert torch.allclose(got, exp, atol=1e-6)
     assert torch.equal(got[2], logits[2])
