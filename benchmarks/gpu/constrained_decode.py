@@ -149,6 +149,12 @@ def run(llm: LLM, tok, prompts: list[list[int]], kinds: list[str], max_tokens: i
                 output_tok_s=n_out / dt, per_kind=per_kind, errors=errors[:10], n_errors=len(errors))
 
 
+def _sample_step(sampler, logits: torch.Tensor, reqs: list, drawn: torch.Tensor) -> None:
+    """One Sampler call; as in the engine, each row's token joins its history (the penalties' counts follow it)."""
+    for r, t in zip(reqs, sampler(logits, reqs, drawn=drawn).token_ids):
+        r.append_token(t)
+
+
 def sampler_costs(llm: LLM, prompt: list[int], batch: int, banned: list[int], iters: int = 30) -> dict:
     """Host wall time (ms) of one Sampler call on a (batch, vocab) bf16 logits tensor on the device, per kind of row
     (plain rows keep the graph's drawn tokens), and of mask_logits alone for JSON rows: the sampler's share of a
@@ -173,11 +179,11 @@ def sampler_costs(llm: LLM, prompt: list[int], batch: int, banned: list[int], it
                 r.matcher = eng.grammars.matcher(p.structured_outputs)
             reqs.append(r)
         for _ in range(3):
-            eng.runner.sampler(logits, reqs, drawn=drawn)
+            _sample_step(eng.runner.sampler, logits, reqs, drawn)
         sync()
         t0 = time.perf_counter()
         for _ in range(iters):
-            eng.runner.sampler(logits, reqs, drawn=drawn)
+            _sample_step(eng.runner.sampler, logits, reqs, drawn)
         sync()
         res[f"sampler_{kind}_ms"] = 1e3 * (time.perf_counter() - t0) / iters
         if kind == "json_string":
@@ -209,6 +215,9 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
                     "(comma-separated); the top functions by own time go to profile_<kind>.txt under --out")
     ap.add_argument("--overrides", default="{}", help="JSON merged into the shape's config (a CPU check: layers)")
+    ap.add_argument("--launched-redraws", default="structured",
+                    help="sampler.LAUNCHED_REDRAWS modes to run the kinds under, comma-separated (structured, all: "
+                         "biased and penalised rows launched too); cases of a mode other than the first get its name")
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
@@ -230,13 +239,21 @@ def main() -> int:
         run(llm, tok, base[:2], [k, k], 16, banned)
     results = []
     t_all = time.perf_counter()
-    for b in (int(x) for x in args.batches.split(",")):
-        prompts = [base[i % len(base)] for i in range(b)]
-        for k in args.kinds.split(","):
-            results.append(dict(case=f"{k}_b{b}", **run(llm, tok, prompts, [k] * b, mt, banned)))
-        if b > 1:  # half JSON, half plain: what a structured row costs the plain rows beside it
-            kinds = ["json" if i % 2 else "plain" for i in range(b)]
-            results.append(dict(case=f"mixed_json_plain_b{b}", **run(llm, tok, prompts, kinds, mt, banned)))
+    from tachyon.engine import sampler
+
+    modes = args.launched_redraws.split(",")
+    for mode in modes:
+        sampler.LAUNCHED_REDRAWS = mode
+        tag = "" if mode == modes[0] else f"_{mode}"
+        for b in (int(x) for x in args.batches.split(",")):
+            prompts = [base[i % len(base)] for i in range(b)]
+            for k in args.kinds.split(","):
+                results.append(dict(case=f"{k}_b{b}{tag}", launched_redraws=mode,
+                                    **run(llm, tok, prompts, [k] * b, mt, banned)))
+            if b > 1 and not tag:  # half JSON, half plain: what a structured row costs the plain rows beside it
+                kinds = ["json" if i % 2 else "plain" for i in range(b)]
+                results.append(dict(case=f"mixed_json_plain_b{b}", **run(llm, tok, prompts, kinds, mt, banned)))
+    sampler.LAUNCHED_REDRAWS = modes[0]
     forced = next(t for t in range(1000, 2000) if t not in banned)
     results.append(dict(case="forced_b4", **run(llm, tok, base[:4], ["bias"] * 4, 16, banned, forced=forced)))
     for k in filter(None, args.profile.split(",")):
@@ -266,6 +283,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(shape=args.shape, overrides=args.overrides, no_prefetch=args.no_prefetch, tokenizer=args.tokenizer,
+                launched_redraws=args.launched_redraws,
                 max_tokens=mt, seconds_all=time.perf_counter() - t_all,
                 device=torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu")
     doc = dict(meta=meta, results=results, sampler_costs=costs)

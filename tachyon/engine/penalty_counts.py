@@ -43,6 +43,7 @@ class PenaltyCounts:
     def capacity(self) -> int:
         return len(self._owner)
 
+    @torch.inference_mode()  # its tensors are made and changed in inference mode, wherever the caller runs
     def apply(self, logits: torch.Tensor, rows: list[int], reqs: list[Request],
               step_offset: int = 0) -> Picked:
         """In place on logits[rows[k]] (contiguous fp32): reqs[k]'s penalties over its history before this draw,
@@ -57,6 +58,7 @@ class PenaltyCounts:
         kernels.apply_penalties(logits, rows_t, slots_t, self.counts, self.seen, params)
         return Picked(rows_t, slots_t, slots)
 
+    @torch.inference_mode()
     def record(self, picked: Picked, tokens: torch.Tensor) -> None:
         """Count the tokens drawn for `apply`'s rows: tokens[rows[k]] (int64 device tensor)."""
         flat = picked.slots * self.counts.shape[-1] + tokens.index_select(0, picked.rows)

@@ -232,8 +232,8 @@ class ModelRunner(RunnerStartup):
     @torch.inference_mode()
     def finish_launch(self, pending: PendingStep) -> None:
         """Complete a launched decode step whose PendingStep holds logits: the rows that need host-side logits
-        work (structured rows: the only ones `can_launch` admits; Sampler.redraw would apply a bias, penalties or
-        bans too) draw again from their changed logits, into last_tokens (where the next launch reads them),
+        work (structured rows, and biased or penalised ones under sampler.LAUNCHED_REDRAWS "all"; Sampler.redraw
+        would apply bans too) draw again from their changed logits, into last_tokens (where the next launch reads them),
         without waiting for the device; then the tokens go to the host. Called after the engine has processed the
         previous step's tokens (so each row's history, and its matcher, hold every token before this draw) and
         before the next launch. Requests finished meanwhile keep the raw draw (the engine discards it)."""

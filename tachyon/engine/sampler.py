@@ -10,6 +10,7 @@ structured row's matcher then consumes the token drawn. Logprobs are those of th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -194,14 +195,26 @@ def reshapes_logits(p: SamplingParams) -> bool:
     return bool(p.logit_bias) or p.structured_outputs is not None or _penalised(p)
 
 
+# which rows the overlap engine launches and redraws (redrawn_when_launched): "structured" (the default) or "all"
+# (logit-biased and penalised rows too: an A/B for benchmarks/gpu/constrained_decode.py until a GPU run decides);
+# read when this module is imported, or set here
+LAUNCHED_REDRAWS = os.environ.get("TACHYON_LAUNCHED_REDRAWS", "structured")
+if LAUNCHED_REDRAWS not in ("structured", "all"):
+    raise ValueError(f"TACHYON_LAUNCHED_REDRAWS={LAUNCHED_REDRAWS!r}: expected 'structured' or 'all'")
+
+
 def redrawn_when_launched(p: SamplingParams) -> bool:
     """Whether the overlap engine launches decode steps holding a row with these params, and redraws the row on the
     device once the previous step's tokens are processed (ModelRunner.finish_launch): structured-output rows
-    without a logit bias or penalties. On the H200 (7B, benchmarks/results/session42/) launching cut JSON rows'
-    TPOT at b64 from 7.3-7.5 to 6.6 ms, but made biased rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4)
-    and left penalised ones inside their synchronous range: those stay synchronous. A likely cause, found after that
-    measurement and since removed: the redraw indexed the step's logits with a host list (a blocking copy: the host
-    waited for the step) and copied pageable tensors; re-measure before launching them too."""
+    without a logit bias or penalties (LAUNCHED_REDRAWS "all": every row whose params reshape its logits). On the
+    H200 (7B, benchmarks/results/session42/) launching cut JSON rows' TPOT at b64 from 7.3-7.5 to 6.6 ms, but made
+    biased rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4) and left penalised ones inside their
+    synchronous range: those stay synchronous. Two likely causes were removed after that measurement: the redraw
+    indexed the step's logits with a host list (a blocking copy: the host waited for the step), and penalties
+    built their counts from the host's token lists each step (now kept on the device, penalty_counts.py);
+    re-measure before launching them by default."""
+    if LAUNCHED_REDRAWS == "all":
+        return reshapes_logits(p)
     return p.structured_outputs is not None and not p.logit_bias and not _penalised(p)
 
 

@@ -132,3 +132,35 @@ def test_structured_decode_rows_are_launched_and_redrawn(llama_pair):
         assert _tokens(over, prompts[:2] + prompts[3:4], sps[:2] + [extra]) == _tokens(
             sync, prompts[:2] + prompts[3:4], sps[:2] + [extra])
         assert runner.num_launched == launched, extra
+
+
+def test_biased_and_penalised_rows_launched_when_asked(llama_pair, monkeypatch):
+    """LAUNCHED_REDRAWS "all": decode steps holding logit-biased and penalised rows (repetition, presence,
+    frequency; their counts stay on the device between launched steps, built from the host's tokens once) are
+    launched and the rows redrawn, with the synchronous engine's tokens, beside structured and plain rows; a
+    min_tokens row still runs synchronously."""
+    from tachyon import StructuredOutputsParams
+    from tachyon.engine import sampler
+
+    monkeypatch.setattr(sampler, "LAUNCHED_REDRAWS", "all")
+    over, sync = llama_pair
+    base = dict(temperature=0.9, top_p=0.95, max_tokens=20, ignore_eos=True)
+    sps = [SamplingParams(**base, seed=2, logit_bias={40: 4.0, 41: -100.0}),
+           SamplingParams(**base, seed=3, presence_penalty=0.6, repetition_penalty=1.3),
+           SamplingParams(temperature=0, max_tokens=20, ignore_eos=True, frequency_penalty=0.9),
+           SamplingParams(**base, seed=4),
+           SamplingParams(temperature=0, max_tokens=20, structured_outputs=StructuredOutputsParams(regex="[a-z]{5,9}"))]
+    prompts = _prompts(len(sps), seed=11)
+    runner = over.engine.runner
+    launched, redrawn = runner.num_launched, runner.num_rows_redrawn
+    built = runner.sampler.penalties.num_rebuilt
+    assert _tokens(over, prompts, sps) == _tokens(sync, prompts, sps)
+    assert runner.num_launched - launched >= 15
+    assert runner.num_rows_redrawn - redrawn >= 3 * 15
+    assert runner.sampler.penalties.num_rebuilt - built == 2  # once per penalised request: then counted on device
+    for i in (0, 1, 2):  # alone: batch-1 launches
+        assert _tokens(over, [prompts[i]], sps[i]) == _tokens(sync, [prompts[i]], sps[i])
+    launched = runner.num_launched
+    banned = SamplingParams(**base, seed=5, min_tokens=20)
+    assert _tokens(over, prompts[:1], [banned]) == _tokens(sync, prompts[:1], [banned])
+    assert runner.num_launched == launched

@@ -117,6 +117,8 @@ def test_penalised_tokens_survive_preemption_and_overlap(tiny_llama):
     params = [_mixed_params()[i % 4] for i in range(6)]
     roomy = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64)
     ref = [o.outputs[0].token_ids for o in roomy.generate(prompts, params, use_tqdm=False)]
+    penalised = sum(p.repetition_penalty != 1.0 or p.presence_penalty != 0.0 for p in params)
+    assert roomy.engine.runner.sampler.penalties.num_rebuilt == penalised  # built once each, then counted on device
     tight = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=64, num_kv_blocks=20, block_size=4)
     got = [o.outputs[0].token_ids for o in tight.generate(prompts, params, use_tqdm=False)]
     assert tight.engine.scheduler.num_preemptions > 0
@@ -127,3 +129,18 @@ def test_penalised_tokens_survive_preemption_and_overlap(tiny_llama):
                            use_tqdm=False)[0].outputs[0].token_ids
     assert ref[0] != plain  # the penalty moves the path
     tight.engine.check_integrity()
+
+
+def test_counts_made_in_inference_mode_serve_calls_outside_it():
+    """The engine samples under torch.inference_mode; a caller outside it (a benchmark, a test) uses the same
+    counts."""
+    rng = random.Random(2)
+    state = PenaltyCounts()
+    r = _req(0, rng)
+    with torch.inference_mode():
+        state.record(state.apply(torch.zeros(1, V), [0], [r]), torch.tensor([3]))
+    r.append_token(3)
+    got = torch.zeros(1, V)
+    state.record(state.apply(got, [0], [r]), torch.tensor([3]))
+    torch.testing.assert_close(got, _oracle(torch.zeros(1, V), [r]))
+    assert state.num_rebuilt == 1
