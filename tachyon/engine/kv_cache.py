@@ -10,9 +10,15 @@ Prefix caching (`KVCacheManager(enable_caching=True)`): a full block's hash chai
 with its token ids, so equal hashes mean equal prefixes (the token ids are kept and compared too, so a hash
 collision cannot hand out a wrong block). When a request is admitted its longest run of cached leading blocks is
 shared instead of recomputed, always leaving at least its last known token to compute (the step that computes it
-draws the next token). Blocks are hashed once their tokens are all known and their KV is computed (or launched:
+draws the next token). Blocks are registered once their tokens are all known and their KV is computed (or launched:
 a later reader runs after the writer on the same stream). A full hashed block is never written again: a request
-writes only positions past its shared blocks.
+writes only positions past its shared blocks. A request's chain of block hashes is computed once per block
+(`Request.block_hashes`, over known tokens only) and kept across preemptions; `num_registered_blocks` counts how
+many of its current blocks are registered.
+
+In-flight prefixes: the blocks a running request's prompt will still compute (`inflight_blocks`) are not cached
+yet; the scheduler holds back a waiting request whose next uncached block is one of them (`next_block_hash`)
+until that block is registered, so requests arriving together with a shared head compute it once.
 """
 
 from __future__ import annotations
@@ -155,7 +161,7 @@ class KVCacheManager:
         if req.block_ids:
             self.pool.free(req.block_ids)
             req.block_ids = []
-        req.block_hashes = []
+        req.num_registered_blocks = 0
 
     # ---- prefix caching -------------------------------------------------------------------------
     def find_prefix(self, req: Request) -> list[int]:
@@ -164,17 +170,30 @@ class KVCacheManager:
         if not self.enable_caching or req.block_ids or req.num_computed_tokens or req.wants_prompt_logprobs():
             return []
         bs = self.block_size
-        known = req.num_tokens - req.num_pending
+        hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // bs)
         hits: list[int] = []
-        h = 0
-        for i in range((known - 1) // bs):
-            tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
-            h = chain_hash(h, tokens)
-            b = self.pool.lookup(h, tokens)
+        for i, h in enumerate(hashes):
+            b = self.pool.lookup(h, tuple(req.token_ids[i * bs:(i + 1) * bs]))
             if b is None:
                 break
             hits.append(b)
         return hits
+
+    def next_block_hash(self, req: Request, hits: list[int]) -> int | None:
+        """The hash of the first leading block of req that `find_prefix` did not find (`hits`), if a cache hit on it
+        could still serve req (it lies before req's last known token); else None."""
+        if not self.enable_caching or req.wants_prompt_logprobs():
+            return None
+        hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // self.block_size)
+        return hashes[len(hits)] if len(hits) < len(hashes) else None
+
+    def inflight_blocks(self, req: Request) -> list[int]:
+        """Hashes of the full prompt blocks req (running) has still to compute or register: they become cached
+        blocks as its prefill proceeds."""
+        if not self.enable_caching or req.num_computed_tokens >= req.num_prompt_tokens:
+            return []
+        hashes = self._chain(req, req.num_prompt_tokens // self.block_size)
+        return hashes[req.num_registered_blocks:]
 
     def admission_blocks(self, req: Request, hits: list[int], num_new_tokens: int) -> tuple[int, int]:
         """(blocks to allocate, blocks free for them) if req is admitted with `hits` shared and num_new_tokens
@@ -210,8 +229,17 @@ class KVCacheManager:
     def _hash_blocks(self, req: Request) -> None:
         bs = self.block_size
         full = min(req.num_computed_tokens, req.num_tokens - req.num_pending, len(req.block_ids) * bs) // bs
-        for i in range(len(req.block_hashes), full):
-            tokens = tuple(req.token_ids[i * bs:(i + 1) * bs])
-            h = chain_hash(req.block_hashes[-1] if req.block_hashes else 0, tokens)
-            req.block_hashes.append(h)
-            self.pool.register(req.block_ids[i], h, tokens)
+        if full <= req.num_registered_blocks:
+            return
+        hashes = self._chain(req, full)
+        for i in range(req.num_registered_blocks, full):
+            self.pool.register(req.block_ids[i], hashes[i], tuple(req.token_ids[i * bs:(i + 1) * bs]))
+        req.num_registered_blocks = full
+
+    def _chain(self, req: Request, n: int) -> list[int]:
+        """req.block_hashes extended to (at least) its first n full blocks, whose tokens the caller knows are
+        known; each block is hashed once in the request's life."""
+        hashes, bs = req.block_hashes, self.block_size
+        for i in range(len(hashes), n):
+            hashes.append(chain_hash(hashes[-1] if hashes else 0, tuple(req.token_ids[i * bs:(i + 1) * bs])))
+        return hashes[:n] if len(hashes) > n else hashes

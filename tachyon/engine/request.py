@@ -60,7 +60,8 @@ class Request:
         self.detokenizer = None  # set by the engine when a tokenizer exists
         self.matcher = None  # llguidance matcher of params.structured_outputs (engine/structured.py), set by the engine
         self._logit_bias: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.block_hashes: list[int] = []  # chained hashes of its leading full blocks (prefix caching, kv_cache.py)
+        self.block_hashes: list[int] = []  # chained hashes of its leading full known blocks (kv_cache.py)
+        self.num_registered_blocks = 0  # of its current blocks, those registered in the prefix cache
         self.num_cached_tokens = 0  # leading tokens its last admission found in the prefix cache
 
     def logit_bias_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:

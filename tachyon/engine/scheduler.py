@@ -6,7 +6,9 @@ request whose last token by length is already in flight (overlap scheduling) is 
 that token arrives, so a further step would only compute a token to discard. When a
 running request cannot get a block, the newest running request is preempted (recompute): its
 blocks go back to the pool and it returns to the head of the waiting queue. No request is
-admitted in a step that preempted, so a preempted request is not immediately displaced again.
+admitted in a step that preempted, so a preempted request is not immediately displaced again. With prefix caching,
+a waiting request whose next uncached prompt block a running request is computing waits (later requests may pass
+it) until that block is cached, then shares it: a burst of requests with one system prompt computes it once.
 
 Policies:
   fcfs  admit in arrival order (first come, first served; the default).
@@ -148,6 +150,7 @@ class Scheduler:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.num_preemptions = 0
+        self.num_prefix_waits = 0  # admissions held back a step for a shared prefix in flight (prefix caching)
 
     def add(self, req: Request) -> None:
         self.waiting.append(req)
@@ -197,16 +200,22 @@ class Scheduler:
         due = False  # lpt: a due request was admitted this step; those due soon join it
         if self.policy == "flat" and self.waiting and not self._waiting_sorted:
             self._sort_waiting()
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        inflight = self._inflight_blocks() if self.kv.enable_caching and self.waiting else None
+        j = 0  # the waiting request considered: those before it wait for a prefix in flight
+        while j < len(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs:
             if max_chunks is not None and chunks >= max_chunks:
                 break
-            req = self.waiting[0]
+            req = self.waiting[j]
             if cap is not None:
                 rem = remaining_output(req)
                 due = due or rem >= horizon
                 if len(self.running) >= cap and rem < horizon and not (due and rem >= self.due_soon * horizon):
                     break  # lpt: later steps carry it without a longer run (module docstring)
             hits = self.kv.find_prefix(req)  # prefix caching: leading blocks another request computed
+            if inflight and self.kv.next_block_hash(req, hits) in inflight:
+                j += 1  # its next block is being computed by a running request: share it once it is cached
+                self.num_prefix_waits += 1
+                continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
             n = min(remaining, budget)
             if n < remaining and not self.enable_chunked_prefill:
@@ -216,12 +225,14 @@ class Scheduler:
                 break  # keep headroom for running decodes; an idle engine always admits
             if need > free:
                 break
-            self.waiting.popleft()
+            del self.waiting[j]
             if self._ordered:
                 self._track_waiting(req, -1)
             self.kv.share_prefix(req, hits)
             if not self.kv.allocate_slots(req, n):
                 raise RuntimeError(f"request {req.request_id}: {need} blocks were free at admission, then not")
+            if inflight is not None:
+                inflight.update(self.kv.inflight_blocks(req))
             req.status = RequestStatus.RUNNING
             self.running.append(req)
             out.requests.append(req)
@@ -229,6 +240,13 @@ class Scheduler:
             chunks += 1
             budget -= n
         return out
+
+    def _inflight_blocks(self) -> set[int]:
+        """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""
+        inflight: set[int] = set()
+        for r in self.running:
+            inflight.update(self.kv.inflight_blocks(r))
+        return inflight
 
     def _sort_waiting(self) -> None:
         self.waiting = deque(sorted(self.waiting, key=_lpt_key))  # stable: ties keep arrival order

@@ -148,3 +148,42 @@ def test_greedy_after_a_cache_hit_equals_transformers(tiny_llama):
         want = hf_model(tiny_llama).generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                                              max_new_tokens=10, pad_token_id=0)[0, len(b):].tolist()
     assert out.outputs[0].token_ids == want
+
+
+@pytest.mark.parametrize("overlap,budget", [(False, 8), (True, 8), (False, 256)])
+def test_a_burst_sharing_a_head_computes_it_once(tiny_llama, overlap, budget):
+    """Eight requests sharing a 23-token head arrive together in a fresh engine: the first computes the head
+    (over several steps under an 8-token budget, which leaves no room for the others meanwhile; in one step under
+    256, where the others are held back), the others share its blocks (5 blocks, 20 tokens each), and the tokens
+    equal the recomputing engine's."""
+    prompts = _prompts(8, shared=23, seed=8)
+    sp = SamplingParams(temperature=1.0, top_p=0.9, seed=3, max_tokens=8, ignore_eos=True)
+    on = _engine(tiny_llama, True, overlap_scheduling=overlap, max_num_batched_tokens=budget)
+    off = _engine(tiny_llama, False, overlap_scheduling=overlap, max_num_batched_tokens=budget)
+    got = _run(on, prompts, sp)
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in _run(off, prompts, sp)]
+    assert sorted(o.num_cached_tokens for o in got) == [0] + [20] * 7
+    assert (on.engine.scheduler.num_prefix_waits > 0) == (budget > 23)
+    on.engine.check_integrity()
+
+
+def test_a_request_held_back_for_a_prefix_goes_on_when_its_computer_is_aborted(tiny_llama):
+    """A and B arrive together with a shared 30-token head: A computes it, B is held back for a step; A is aborted
+    before B is admitted: B still shares the blocks A cached (7 blocks, 28 tokens) and decodes as the recomputing
+    engine does."""
+    on, off = _engine(tiny_llama, True, max_num_batched_tokens=64), _engine(tiny_llama, False)
+    a, b = _prompts(2, shared=30, seed=9)
+    sp = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    eng = on.engine
+    eng.add_request("a", a, sp)
+    eng.add_request("b", b, sp)
+    eng.step()
+    assert eng.scheduler.num_prefix_waits == 1 and [r.request_id for r in eng.scheduler.waiting] == ["b"]
+    eng.abort("a")
+    outs = {}
+    while eng.has_unfinished():
+        for o in eng.step():
+            outs[o.request_id] = o
+    assert outs["b"].outputs[0].token_ids == _run(off, [b], sp)[0].outputs[0].token_ids
+    assert outs["b"].num_cached_tokens == 28
+    eng.check_integrity()
