@@ -389,8 +389,9 @@ class LLMEngine:
             prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens)
 
     def check_integrity(self) -> None:
-        """Block-pool invariant, plus: with nothing in flight every block is free."""
+        """Block-pool invariant, plus: with nothing in flight every block is free; the penalty slots' map."""
         self.pool.check_integrity()
+        self.runner.sampler.penalties.check_integrity()
         if not self.has_unfinished():
             assert self.pool.num_free == self.pool.num_blocks, (
                 f"{self.pool.num_blocks - self.pool.num_free} KV blocks leaked with no request in flight")

@@ -66,6 +66,15 @@ class PenaltyCounts:
         for s in picked.slot_ids:
             self._counted[s] += 1
 
+    def check_integrity(self) -> None:
+        """Each mapped request owns exactly its slot; every owned slot is mapped; counts are never negative."""
+        owned = {id(o): s for s, o in enumerate(self._owner) if o is not None}
+        assert owned == self._slot, f"penalty slots: owners {owned} against map {self._slot}"
+        assert all(c >= 0 for c in self._counted)
+        if self.counts is not None:
+            assert self.counts.shape[0] == self.seen.shape[0] == self.capacity
+            assert int(self.counts.min()) >= 0
+
     def _slots(self, reqs: list[Request], step_offset: int, vocab: int, device: torch.device) -> list[int]:
         """Each request's slot, made or rebuilt from the host's tokens when it does not hold its history."""
         if self.counts is None or self.counts.shape[-1] != vocab or self.counts.device != device:

@@ -73,6 +73,7 @@ def test_counts_follow_the_history_through_arrivals_finishes_preemption_and_drop
                 r.status = RequestStatus.FINISHED_STOPPED
             live = live[4:]
         max_live = max(max_live, len(live))
+        state.check_integrity()
     assert state.num_rebuilt > made  # every arrival once, and the dropped tokens' slots again
     assert MIN_CAPACITY < state.capacity <= 2 * max_live  # grown, but finished / waiting slots were reused
 
