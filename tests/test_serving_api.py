@@ -59,6 +59,27 @@ def test_prefix_cache_hits_show_in_usage_and_change_no_output(client):
     assert again.usage.prompt_tokens_details.cached_tokens > 0
 
 
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs the real engine")
+def test_a_burst_with_one_system_prompt_computes_it_once(server, client):
+    """Six chat requests with one new system prompt sent at once through the official client: whether they land
+    in one engine step or several, every answer but one reuses the system prompt's blocks (cached_tokens), and
+    /metrics exposes the hold-back counter."""
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+
+    system = "You answer briefly. Burst " + uuid.uuid4().hex + ". " + "Keep to the point. " * 10
+
+    def ask(i: int):
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": f"Question {i}?"}]
+        return client.chat.completions.create(model="tiny", messages=msgs, max_tokens=4, temperature=0)
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(ask, range(6)))
+    cached = sorted(a.usage.prompt_tokens_details.cached_tokens for a in answers)
+    assert all(c >= 64 for c in cached[1:]), cached
+    assert "tachyon:prefix_cache_waits_total" in httpx.get(server.url + "/metrics", headers=server.headers()).text
+
+
 def test_chat_stream_matches_nonstream_with_include_usage(client):
     kw = dict(model="tiny", messages=MSGS, max_tokens=12, temperature=0, extra_body={"ignore_eos": True})
     full = client.chat.completions.create(**kw)

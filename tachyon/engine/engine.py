@@ -39,6 +39,7 @@ class EngineStats:
     generation_tokens_total: int
     prefix_cache_queries: int = 0  # tokens of requests admitted with prefix caching on
     prefix_cache_hits: int = 0  # of those, tokens found in the cache (not recomputed)
+    prefix_cache_waits: int = 0  # admissions held back a step for a shared prefix another request was computing
 
 
 class RequestGroup:
@@ -386,7 +387,8 @@ class LLMEngine:
             num_total_blocks=self.pool.num_blocks, num_preemptions=self.scheduler.num_preemptions,
             prompt_tokens_total=self.prompt_tokens_total, generation_tokens_total=self.generation_tokens_total,
             prefix_cache_queries=self.scheduler.kv.num_prefix_queried_tokens,
-            prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens)
+            prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens,
+            prefix_cache_waits=self.scheduler.num_prefix_waits)
 
     def check_integrity(self) -> None:
         """Block-pool invariant, plus: with nothing in flight every block is free; the penalty slots' map."""

@@ -61,6 +61,8 @@ _ENGINE_METRICS = (
      ("prefix_cache_queries",)),
     ("prefix_cache_hits", "counter", "Of those, tokens found in the prefix cache instead of computed.",
      ("prefix_cache_hits",)),
+    ("prefix_cache_waits", "counter", "Admissions held back a step to share a prefix another request was computing.",
+     ("prefix_cache_waits",)),
 )
 
 
