@@ -217,11 +217,12 @@ def test_fast_gumbel_matches_exact_noise():
 
 @pytest.mark.skipif(not CUDA, reason="stream syncs exist on CUDA only")
 def test_launched_redraw_never_waits_for_the_stream():
-    """Sampler.redraw (a launched decode step's rows with a bias, penalties, a min_tokens ban) and apply_bitmask (a
-    structured row's mask) enqueue their work without a host-stream sync: under torch's sync debug mode "error" a
-    blocking copy, a list index copied to the device or an .item() raises. The draws respect the ban and the mask."""
+    """Sampler.redraw (a launched decode step's rows with a bias, penalties, a min_tokens ban), apply_bitmask (a
+    structured row's mask) and a launched step's logprobs enqueue their work without a host-stream sync: under
+    torch's sync debug mode "error" a blocking copy, a list index copied to the device or an .item() raises. The
+    draws respect the ban and the mask; the ranks copied back match the logits."""
     from tachyon.engine.request import Request
-    from tachyon.engine.sampler import Sampler
+    from tachyon.engine.sampler import Sampler, logprobs_on_device
     from tachyon.engine.structured import apply_bitmask
     from tachyon.sampling import SamplingParams
 
@@ -243,12 +244,22 @@ def test_launched_redraw_never_waits_for_the_stream():
     masked = logits.clone()
     apply_bitmask(masked, [1, 2], bitmask)
     torch.cuda.synchronize()
+    idx = torch.tensor([0, 3], device="cuda")
+    logprobs_on_device(logits.index_select(0, idx), out.index_select(0, idx), 3)  # warm-up
+    torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         sampler.redraw(logits, [0, 1, 3], [reqs[0], reqs[1], reqs[3]], out)
         apply_bitmask(masked, [1, 2], bitmask)
+        lps = logprobs_on_device(logits.index_select(0, idx), out.index_select(0, idx), 3)  # a launched step's
+        host = tuple(torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in lps)  # logprobs (finish_launch)
+        for h, t in zip(host, lps):
+            h.copy_(t, non_blocking=True)
     finally:
         torch.cuda.set_sync_debug_mode(0)
+    torch.cuda.synchronize()
+    drawn = out.tolist()  # log-softmax keeps the logits' order: the ranks are the raw logits' ones
+    assert host[1].tolist() == [int((logits[i] > logits[i, drawn[i]]).sum()) + 1 for i in (0, 3)]
     got = out.tolist()
     assert all(0 < t < V for t in (got[0], got[1], got[3])) and got[2] == -1
     assert torch.isinf(masked[1:3, 4:]).all() and torch.isfinite(masked[1:3, 1:4]).all()

@@ -289,7 +289,7 @@ class LLMEngine:
             if fed:  # tokens here
                 feed_matchers([r for r, _ in fed], [t for _, t in fed], self.runner.sampler.masks,
                               self.spec.vocab_size)
-        return self._process(pending.requests, pending.requests, tokens, [None] * len(tokens), finished_only,
+        return self._process(pending.requests, pending.requests, tokens, pending.logprobs(), finished_only,
                              fill=True)
 
     def _process(self, scheduled: list[Request], sampled: list[Request], tokens: list[int], logprobs: list,

@@ -7,7 +7,8 @@ last token, and fills prompt logprobs for requests that asked. It never touches 
 batch, a prefill step in which every request samples, or a graphed mixed step (whose chunks may stop short of
 their prompts' ends); every request whose scheduled tokens reach its last token draws one token. A decode batch
 may hold structured-output rows (sampler.redrawn_when_launched): `finish_launch` redraws them from their masked
-logits once the previous step's tokens are processed, still without waiting for the device. The one-time
+logits once the previous step's tokens are processed, still without waiting for the device; and rows that asked
+for logprobs, which `finish_launch` computes on the device and copies to the host with the tokens. The one-time
 CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_startup.RunnerStartup's.
 """
 
@@ -27,11 +28,14 @@ from tachyon.engine.sampler import (
     compute_logprobs,
     draw_tokens,
     logprob_dict,
+    logprob_rows,
+    logprobs_on_device,
     needs_host_logits,
     redrawn_when_launched,
     reshapes_logits,
 )
 from tachyon.engine.scheduler import SchedulerOutput
+from tachyon.engine.staging import to_device_async
 from tachyon.models.spec import ModelSpec
 
 # Prompt logprobs take the full-vocabulary logits of every prompt row, ~11 bytes per (row, vocab entry) at their peak
@@ -52,12 +56,27 @@ class PendingStep:
     # tokens to the host; None: copied at launch
     logits: torch.Tensor | None = None
     redrawn: bool = False  # finish_launch redrew rows: their matchers are fed when the tokens reach the host
+    # a decode step's rows that asked for logprobs (finish_launch computes them on the device and copies them to the
+    # host with the tokens): their indices, each one's top-k size, and logprobs_on_device's tensors on the host
+    logprob_rows: list[int] | None = None
+    logprob_ks: list[int] | None = None
+    host_logprobs: tuple[torch.Tensor, ...] | None = None
 
     def tokens(self) -> list[int]:
         if self.event is not None:
             self.event.synchronize()
         values = self.host_tokens.tolist()
         return values if self.rows is None else [values[i] for i in self.rows]
+
+    def logprobs(self) -> list:
+        """Per request (as `requests`): (token logprob, rank, top ids, top logprobs), or None where not asked."""
+        out: list = [None] * len(self.requests)
+        if self.logprob_rows:
+            if self.event is not None:
+                self.event.synchronize()
+            for i, row in zip(self.logprob_rows, logprob_rows(*self.host_logprobs, self.logprob_ks)):
+                out[i] = row
+        return out
 
 
 @dataclass
@@ -115,7 +134,9 @@ class ModelRunner(RunnerStartup):
         self.num_prefills_launched = 0  # overlapped prefill steps
         self.num_mixed_launched = 0  # overlapped mixed-graph steps
         self.num_rows_redrawn = 0  # launched decode rows redrawn by finish_launch (for tests and stats)
+        self.num_logprob_rows_launched = 0  # launched decode rows whose logprobs finish_launch computed
         self._launch_redraws = False  # set by can_launch for the launch that follows
+        self._launch_logprobs = False  # the same: the decode batch holds rows that asked for logprobs
 
     @torch.inference_mode()
     def execute(self, sched: SchedulerOutput) -> StepResult:
@@ -160,15 +181,19 @@ class ModelRunner(RunnerStartup):
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
         `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose sampling needs no host-side
-        logits work, but in a decode batch's structured rows (sampler.redrawn_when_launched; whether the batch
-        holds one is kept for the `launch` that follows)."""
+        logits work and no logprobs, but in a decode batch's structured rows (sampler.redrawn_when_launched) and
+        rows asking for logprobs (whether the batch holds either is kept for the `launch` that follows)."""
         decode = self._graph_eligible(sched)
         if not (decode or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
-        redraws = False
+        redraws = logprobs = False
         for r in sched.requests:
             p = r.params
-            if p.logprobs is not None or r.num_sampled < p.min_tokens:
+            if p.logprobs is not None:
+                if not decode:
+                    return False  # only a decode step's logprobs are computed by finish_launch
+                logprobs = True
+            if r.num_sampled < p.min_tokens:
                 return False
             if reshapes_logits(p):
                 if not (decode and redrawn_when_launched(p)):
@@ -177,6 +202,7 @@ class ModelRunner(RunnerStartup):
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
         self._launch_redraws = redraws
+        self._launch_logprobs = logprobs
         return True
 
     def _mixed_launchable(self, sched: SchedulerOutput) -> bool:
@@ -205,7 +231,7 @@ class ModelRunner(RunnerStartup):
         logits = None
         if max(sched.num_new_tokens) == 1:
             logits = self._launch_decode(sched)
-            if not self._launch_redraws:  # can_launch found no structured row: nothing for finish_launch to redraw
+            if not (self._launch_redraws or self._launch_logprobs):  # nothing for finish_launch to redraw or read
                 logits = None
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
@@ -217,7 +243,7 @@ class ModelRunner(RunnerStartup):
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
         host, event = self._host_tokens[self._flip], self._token_events[self._flip]
         self._flip ^= 1
-        if logits is not None:  # finish_launch redraws some rows first, then copies
+        if logits is not None:  # finish_launch redraws some rows and computes logprobs first, then copies
             return PendingStep(list(reqs), host[:bs], event, logits=logits)
         self._copy_tokens(host[:bs], event)
         if rows is None or len(rows) == bs:
@@ -245,8 +271,26 @@ class ModelRunner(RunnerStartup):
             self.sampler.redraw(pending.logits, rows, [reqs[i] for i in rows], self.last_tokens)
             self.num_rows_redrawn += len(rows)
             pending.redrawn = True
+        want = [i for i, r in enumerate(reqs) if not r.finished and r.params.logprobs is not None]
+        if want:
+            self._launched_logprobs(pending, want)
         pending.logits = None
         self._copy_tokens(pending.host_tokens, pending.event)
+
+    def _launched_logprobs(self, pending: PendingStep, want: list[int]) -> None:
+        """Logprobs of the rows `want` (of the raw logits, for the tokens finally drawn) computed on the device and
+        copied to pinned host tensors behind the step, for `PendingStep.logprobs` once its event has passed."""
+        dev = self.device
+        idx = to_device_async(torch.tensor(want, dtype=torch.long), dev)
+        ks = [pending.requests[i].params.logprobs for i in want]
+        on_device = logprobs_on_device(pending.logits.index_select(0, idx), self.last_tokens.index_select(0, idx),
+                                       max(ks))
+        pin = dev.type == "cuda"
+        host = tuple(torch.empty(t.shape, dtype=t.dtype, pin_memory=pin) for t in on_device)
+        for h, t in zip(host, on_device):
+            h.copy_(t, non_blocking=pin)
+        pending.logprob_rows, pending.logprob_ks, pending.host_logprobs = want, ks, host
+        self.num_logprob_rows_launched += len(want)
 
     def _launch_decode(self, sched: SchedulerOutput) -> torch.Tensor:
         """A request whose last token is still pending takes it from the previous step's row of last_tokens.

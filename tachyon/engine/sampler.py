@@ -65,18 +65,31 @@ def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int
     return floats[0], ints[0].to(torch.int32), floats[1], floats[2], ints[1], ints[2]
 
 
-def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
-    """log-softmax of raw logits: per row (token logprob, rank, top-k ids, top-k logprobs)."""
+def logprobs_on_device(raw_logits: torch.Tensor, tokens: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+    """log-softmax of raw logits [n, V] on their device, no sync: (each row's tokens[i] logprob [n], its rank
+    from 1 [n], top-k ids [n, k], top-k logprobs [n, k]); k = 0 gives [n, 0] top tensors."""
     lp = torch.log_softmax(raw_logits.float(), dim=-1)
-    tok = torch.tensor(token_ids, device=lp.device)
-    tok_lp = lp.gather(1, tok[:, None]).squeeze(1)
+    tok_lp = lp.gather(1, tokens[:, None]).squeeze(1)
     ranks = (lp > tok_lp[:, None]).sum(-1) + 1
     if k > 0:
         top = torch.topk(lp, k, dim=-1)
-        ids, vals = top.indices.tolist(), top.values.tolist()
-    else:
-        ids = vals = [[] for _ in token_ids]
-    return list(zip(tok_lp.tolist(), ranks.tolist(), ids, vals))  # one device->host copy per field
+        return tok_lp, ranks, top.indices, top.values
+    empty = lp.new_empty(lp.shape[0], 0)
+    return tok_lp, ranks, empty.long(), empty
+
+
+def logprob_rows(tok_lp: torch.Tensor, ranks: torch.Tensor, ids: torch.Tensor, vals: torch.Tensor,
+                 ks: list[int]) -> list[tuple[float, int, list[int], list[float]]]:
+    """logprobs_on_device's tensors (on the host, or copied there: one copy per field) as per-row tuples, row i's
+    top lists cut to ks[i] entries."""
+    rows = zip(tok_lp.tolist(), ranks.tolist(), ids.tolist(), vals.tolist())
+    return [(lp, rank, i[:k], v[:k]) for (lp, rank, i, v), k in zip(rows, ks)]
+
+
+def compute_logprobs(raw_logits: torch.Tensor, token_ids: list[int], k: int):
+    """log-softmax of raw logits: per row (token logprob, rank, top-k ids, top-k logprobs)."""
+    tok = torch.tensor(token_ids, device=raw_logits.device)
+    return logprob_rows(*logprobs_on_device(raw_logits, tok, k), [k] * len(token_ids))
 
 
 def logprob_dict(token: int, row: tuple[float, int, list[int], list[float]]) -> dict[int, Logprob]:
@@ -124,11 +137,10 @@ class Sampler:
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
-            k = max(reqs[i].params.logprobs for i in want)
-            rows = compute_logprobs(raw[want], [tokens[i] for i in want], k)
-            for i, row in zip(want, rows):
-                kk = reqs[i].params.logprobs
-                logprobs[i] = (row[0], row[1], row[2][:kk], row[3][:kk])
+            ks = [reqs[i].params.logprobs for i in want]
+            tok = torch.tensor([tokens[i] for i in want], device=raw.device)
+            for i, row in zip(want, logprob_rows(*logprobs_on_device(raw[want], tok, max(ks)), ks)):
+                logprobs[i] = row
         return SampleResult(tokens, logprobs)
 
     def redraw(self, logits: torch.Tensor, rows: list[int], reqs: list[Request], out: torch.Tensor) -> None:

@@ -164,3 +164,35 @@ def test_biased_and_penalised_rows_launched_when_asked(llama_pair, monkeypatch):
     banned = SamplingParams(**base, seed=5, min_tokens=20)
     assert _tokens(over, prompts[:1], [banned]) == _tokens(sync, prompts[:1], [banned])
     assert runner.num_launched == launched
+
+
+def test_logprob_rows_are_launched_with_the_synchronous_engines_logprobs(llama_pair):
+    """Decode steps holding rows that ask for logprobs (top 0, 3 and 5; greedy, sampled and structured) are
+    launched, their logprobs computed on the device beside the redraws: tokens, logprobs, ranks, top entries and
+    cumulative logprobs equal the synchronous engine's; a plain row beside them reports none."""
+    from tachyon import StructuredOutputsParams
+
+    over, sync = llama_pair
+    base = dict(max_tokens=16, ignore_eos=True)
+    sps = [SamplingParams(temperature=0, logprobs=3, **base),
+           SamplingParams(temperature=0.8, top_p=0.9, seed=2, logprobs=0, **base),
+           SamplingParams(temperature=0.7, seed=3, **base),
+           SamplingParams(temperature=0, logprobs=5, max_tokens=16,
+                          structured_outputs=StructuredOutputsParams(regex="[a-z]{4,12}"))]
+    prompts = _prompts(len(sps), seed=12)
+    runner = over.engine.runner
+    launched, rows = runner.num_launched, runner.num_logprob_rows_launched
+    got = [o.outputs[0] for o in over.generate(prompts, sps, use_tqdm=False)]
+    want = [o.outputs[0] for o in sync.generate(prompts, sps, use_tqdm=False)]
+    assert runner.num_launched - launched >= 10 and runner.num_logprob_rows_launched - rows >= 3 * 10
+    for g, w, sp in zip(got, want, sps):
+        assert g.token_ids == w.token_ids
+        if sp.logprobs is None:
+            assert g.logprobs is None
+            continue
+        assert len(g.logprobs) == len(g.token_ids)
+        for dg, dw, t in zip(g.logprobs, w.logprobs, g.token_ids):
+            assert dg.keys() == dw.keys() and len(dg) in (sp.logprobs, sp.logprobs + 1) and t in dg
+            for tok in dg:
+                assert dg[tok].rank == dw[tok].rank and abs(dg[tok].logprob - dw[tok].logprob) < 1e-5
+        assert abs(g.cumulative_logprob - w.cumulative_logprob) < 1e-4
