@@ -77,6 +77,8 @@ def params_for(kind: str, i: int, max_tokens: int, banned: list[int], forced: in
     base = dict(max_tokens=max_tokens, temperature=0.8, top_p=0.95, seed=i)
     if kind == "plain":
         return SamplingParams(**base, ignore_eos=True, detokenize=False)
+    if kind == "logprobs":  # not a constraint: the other per-row work a launched step now does on the device
+        return SamplingParams(**base, ignore_eos=True, detokenize=False, logprobs=5)
     if kind == "penalty":
         return SamplingParams(**base, ignore_eos=True, detokenize=False, presence_penalty=0.5, frequency_penalty=0.3,
                               repetition_penalty=1.1)
@@ -136,6 +138,9 @@ def run(llm: LLM, tok, prompts: list[list[int]], kinds: list[str], max_tokens: i
             samples = d.setdefault("samples", [])
             if len(samples) < 3:
                 samples.append(text)
+        if k == "logprobs" and (c.logprobs is None or len(c.logprobs) != len(ids)
+                                or any(t not in d for t, d in zip(ids, c.logprobs))):
+            errors.append("logprobs: an output token without its logprob entry")
         if k == "bias":
             if any(t in banned for t in ids):
                 errors.append("bias: a -100-biased token was drawn")
@@ -209,7 +214,8 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--kinds", default="plain,bias,penalty,json,json_text,regex,choice",
-                    help="row kinds run alone at each batch size (also: json_string, an unbounded JSON string)")
+                    help="row kinds run alone at each batch size (also: json_string, an unbounded JSON string; "
+                         "logprobs, top-5 logprobs on plain rows)")
     ap.add_argument("--no-prefetch", action="store_true",
                     help="structured rows' masks filled when their step samples, not prefetched (an A/B)")
     ap.add_argument("--profile", default="", help="kinds to run once at the largest batch under cProfile "
