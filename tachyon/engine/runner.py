@@ -25,6 +25,7 @@ from tachyon.engine.runner_startup import RunnerStartup
 from tachyon.engine.sampler import (
     Sampler,
     SampleResult,
+    bans_redrawn_when_launched,
     compute_logprobs,
     draw_tokens,
     logprob_dict,
@@ -193,8 +194,10 @@ class ModelRunner(RunnerStartup):
                 if not decode:
                     return False  # only a decode step's logprobs are computed by finish_launch
                 logprobs = True
-            if r.num_sampled < p.min_tokens:
-                return False
+            if r.num_sampled < p.min_tokens:  # this draw bans its EOS and stop tokens
+                if not (decode and bans_redrawn_when_launched()):
+                    return False
+                redraws = True
             if reshapes_logits(p):
                 if not (decode and redrawn_when_launched(p)):
                     return False  # only a decode step's structured rows are redrawn by finish_launch

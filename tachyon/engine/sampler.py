@@ -230,6 +230,12 @@ def redrawn_when_launched(p: SamplingParams) -> bool:
     return p.structured_outputs is not None and not p.logit_bias and not _penalised(p)
 
 
+def bans_redrawn_when_launched() -> bool:
+    """Whether the overlap engine launches decode steps holding rows under a min_tokens ban and redraws them
+    (LAUNCHED_REDRAWS "all", as biased rows: a ban is an indexed write like a bias)."""
+    return LAUNCHED_REDRAWS == "all"
+
+
 def needs_host_logits(r: Request) -> bool:
     """Whether this row's next draw changes its logits first (reshapes_logits, or a min_tokens ban)."""
     return reshapes_logits(r.params) or r.num_output_tokens < r.params.min_tokens

@@ -137,8 +137,8 @@ def test_structured_decode_rows_are_launched_and_redrawn(llama_pair):
 def test_biased_and_penalised_rows_launched_when_asked(llama_pair, monkeypatch):
     """LAUNCHED_REDRAWS "all": decode steps holding logit-biased and penalised rows (repetition, presence,
     frequency; their counts stay on the device between launched steps, built from the host's tokens once) are
-    launched and the rows redrawn, with the synchronous engine's tokens, beside structured and plain rows; a
-    min_tokens row still runs synchronously."""
+    launched and the rows redrawn, with the synchronous engine's tokens, beside structured and plain rows; so are
+    rows under a min_tokens ban (stop tokens the free rows end on, held back until the 12th token)."""
     from tachyon import StructuredOutputsParams
     from tachyon.engine import sampler
 
@@ -160,10 +160,15 @@ def test_biased_and_penalised_rows_launched_when_asked(llama_pair, monkeypatch):
     assert runner.sampler.penalties.num_rebuilt - built == 2  # once per penalised request: then counted on device
     for i in (0, 1, 2):  # alone: batch-1 launches
         assert _tokens(over, [prompts[i]], sps[i]) == _tokens(sync, [prompts[i]], sps[i])
+    plain = _tokens(sync, prompts[:1], [SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)])[0]
+    stops = sorted(set(plain[1:11]))  # each would end a free row early
+    banned = [SamplingParams(temperature=0, max_tokens=12, min_tokens=12, stop_token_ids=[t]) for t in stops]
+    free = [SamplingParams(temperature=0, max_tokens=12, stop_token_ids=[t]) for t in stops]
     launched = runner.num_launched
-    banned = SamplingParams(**base, seed=5, min_tokens=20)
-    assert _tokens(over, prompts[:1], [banned]) == _tokens(sync, prompts[:1], [banned])
-    assert runner.num_launched == launched
+    got = _tokens(over, prompts[:1] * len(stops), banned)
+    assert got == _tokens(sync, prompts[:1] * len(stops), banned) and all(len(t) == 12 for t in got)
+    assert runner.num_launched - launched >= 8
+    assert all(len(t) < 12 for t in _tokens(sync, prompts[:1] * len(stops), free))  # the bans held them back
 
 
 def test_logprob_rows_are_launched_with_the_synchronous_engines_logprobs(llama_pair):
