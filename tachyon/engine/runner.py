@@ -5,10 +5,10 @@ scheduled token; it returns one token (and logprobs if asked) per request whose 
 last token, and fills prompt logprobs for requests that asked. It never touches the block pool.
 `launch` (overlap scheduling) runs a step that `can_launch` accepted without waiting for it: a pure decode
 batch, a prefill step in which every request samples, or a graphed mixed step (whose chunks may stop short of
-their prompts' ends); every request whose scheduled tokens reach its last token draws one token. A decode batch
-may hold structured-output rows (sampler.redrawn_when_launched): `finish_launch` redraws them from their masked
-logits once the previous step's tokens are processed, still without waiting for the device; and rows that asked
-for logprobs, which `finish_launch` computes on the device and copies to the host with the tokens. The one-time
+their prompts' ends); every request whose scheduled tokens reach its last token draws one token. Such a step may
+hold structured-output rows (sampler.redrawn_when_launched): `finish_launch` redraws them from their masked logits
+once the previous step's tokens are processed, still without waiting for the device; and rows that asked for
+logprobs, which `finish_launch` computes on the device and copies to the host with the tokens. The one-time
 CUDA start-up (warm-up, memory profile, cache and graph capture) is runner_startup.RunnerStartup's.
 """
 
@@ -181,26 +181,23 @@ class ModelRunner(RunnerStartup):
 
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
-        `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose sampling needs no host-side
-        logits work and no logprobs, but in a decode batch's structured rows (sampler.redrawn_when_launched) and
-        rows asking for logprobs (whether the batch holds either is kept for the `launch` that follows)."""
-        decode = self._graph_eligible(sched)
-        if not (decode or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
+        `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose rows need no host-side logits
+        work but what `finish_launch` does on the device: redraws of structured rows (sampler.redrawn_when_launched,
+        sampler.bans_redrawn_when_launched) and logprobs (whether the step holds either is kept for the `launch`
+        that follows)."""
+        if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
         redraws = logprobs = False
         for r in sched.requests:
             p = r.params
-            if p.logprobs is not None:
-                if not decode:
-                    return False  # only a decode step's logprobs are computed by finish_launch
-                logprobs = True
+            logprobs = logprobs or p.logprobs is not None
             if r.num_sampled < p.min_tokens:  # this draw bans its EOS and stop tokens
-                if not (decode and bans_redrawn_when_launched()):
+                if not bans_redrawn_when_launched():
                     return False
                 redraws = True
             if reshapes_logits(p):
-                if not (decode and redrawn_when_launched(p)):
-                    return False  # only a decode step's structured rows are redrawn by finish_launch
+                if not redrawn_when_launched(p):
+                    return False
                 redraws = True
             if r.num_pending and id(r) not in self._prev_rows:
                 return False
@@ -231,27 +228,25 @@ class ModelRunner(RunnerStartup):
         # can_launch accepted it: one new token each is exactly a decode batch (_graph_eligible); more is a mixed
         # graph's step, or a prefill step whose inputs are all on the host
         rows = None  # every request draws, but in a mixed step whose chunk stops short of its prompt's end
-        logits = None
         if max(sched.num_new_tokens) == 1:
             logits = self._launch_decode(sched)
-            if not (self._launch_redraws or self._launch_logprobs):  # nothing for finish_launch to redraw or read
-                logits = None
         elif self._mixed_launchable(sched) and not (self._prefill_launchable(sched) and self.prefill_graphs is not None
                                                     and self.prefill_graphs.fits(sched)):
-            self._launch_mixed(sched)  # as in `execute`, a prefill graph that fits goes first (less padding)
+            logits = self._launch_mixed(sched)  # as in `execute`, a prefill graph that fits goes first (less padding)
             rows = [i for i, (r, n) in enumerate(zip(reqs, sched.num_new_tokens))
                     if r.num_computed_tokens + n == r.num_tokens]
+            if len(rows) == bs:
+                rows = None
         else:
-            self._launch_prefill(sched)
+            logits = self._launch_prefill(sched)
         self._prev_rows = {id(r): i for i, r in enumerate(reqs)}
         host, event = self._host_tokens[self._flip], self._token_events[self._flip]
         self._flip ^= 1
-        if logits is not None:  # finish_launch redraws some rows and computes logprobs first, then copies
-            return PendingStep(list(reqs), host[:bs], event, logits=logits)
+        drawing = list(reqs) if rows is None else [reqs[i] for i in rows]
+        if self._launch_redraws or self._launch_logprobs:  # finish_launch redraws rows, computes logprobs, copies
+            return PendingStep(drawing, host[:bs], event, rows, logits=logits)
         self._copy_tokens(host[:bs], event)
-        if rows is None or len(rows) == bs:
-            return PendingStep(list(reqs), host[:bs], event)
-        return PendingStep([reqs[i] for i in rows], host[:bs], event, rows)
+        return PendingStep(drawing, host[:bs], event, rows)
 
     def _copy_tokens(self, host: torch.Tensor, event: torch.cuda.Event | None) -> None:
         host.copy_(self.last_tokens[: host.numel()], non_blocking=True)
@@ -260,31 +255,34 @@ class ModelRunner(RunnerStartup):
 
     @torch.inference_mode()
     def finish_launch(self, pending: PendingStep) -> None:
-        """Complete a launched decode step whose PendingStep holds logits: the rows that need host-side logits
-        work (structured rows, and biased or penalised ones under sampler.LAUNCHED_REDRAWS "all"; Sampler.redraw
-        would apply bans too) draw again from their changed logits, into last_tokens (where the next launch reads them),
-        without waiting for the device; then the tokens go to the host. Called after the engine has processed the
-        previous step's tokens (so each row's history, and its matcher, hold every token before this draw) and
-        before the next launch. Requests finished meanwhile keep the raw draw (the engine discards it)."""
+        """Complete a launched step whose PendingStep holds logits: the rows that need host-side logits work
+        (structured rows, and biased, penalised or min_tokens ones under sampler.LAUNCHED_REDRAWS "all") draw again
+        from their changed logits, into last_tokens (where the next launch reads them), and the rows asking for
+        logprobs get them, without waiting for the device; then the tokens go to the host. Called after the engine
+        has processed the previous step's tokens (so each row's history, and its matcher, hold every token before
+        this draw) and before the next launch. Requests finished meanwhile keep the raw draw (the engine discards
+        it)."""
         if pending.logits is None:
             return
         reqs = pending.requests
-        rows = [i for i, r in enumerate(reqs) if not r.finished and needs_host_logits(r)]
-        if rows:
-            self.sampler.redraw(pending.logits, rows, [reqs[i] for i in rows], self.last_tokens)
-            self.num_rows_redrawn += len(rows)
+        at = pending.rows or range(len(reqs))  # each drawing request's row of the logits and of last_tokens
+        redraw = [k for k, r in enumerate(reqs) if not r.finished and needs_host_logits(r)]
+        if redraw:
+            self.sampler.redraw(pending.logits, [at[k] for k in redraw], [reqs[k] for k in redraw], self.last_tokens)
+            self.num_rows_redrawn += len(redraw)
             pending.redrawn = True
-        want = [i for i, r in enumerate(reqs) if not r.finished and r.params.logprobs is not None]
+        want = [k for k, r in enumerate(reqs) if not r.finished and r.params.logprobs is not None]
         if want:
-            self._launched_logprobs(pending, want)
+            self._launched_logprobs(pending, want, [at[k] for k in want])
         pending.logits = None
         self._copy_tokens(pending.host_tokens, pending.event)
 
-    def _launched_logprobs(self, pending: PendingStep, want: list[int]) -> None:
-        """Logprobs of the rows `want` (of the raw logits, for the tokens finally drawn) computed on the device and
-        copied to pinned host tensors behind the step, for `PendingStep.logprobs` once its event has passed."""
+    def _launched_logprobs(self, pending: PendingStep, want: list[int], rows: list[int]) -> None:
+        """Logprobs of pending.requests[want[k]], whose row is rows[k] (of the raw logits, for the tokens finally
+        drawn), computed on the device and copied to pinned host tensors behind the step, for
+        `PendingStep.logprobs` once its event has passed."""
         dev = self.device
-        idx = to_device_async(torch.tensor(want, dtype=torch.long), dev)
+        idx = to_device_async(torch.tensor(rows, dtype=torch.long), dev)
         ks = [pending.requests[i].params.logprobs for i in want]
         on_device = logprobs_on_device(pending.logits.index_select(0, idx), self.last_tokens.index_select(0, idx),
                                        max(ks))
@@ -309,22 +307,23 @@ class ModelRunner(RunnerStartup):
         hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
         return self._draw(hidden, reqs)
 
-    def _launch_mixed(self, sched: SchedulerOutput) -> None:
-        """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row."""
+    def _launch_mixed(self, sched: SchedulerOutput) -> torch.Tensor:
+        """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row.
+        Returns the logits (one row per request, valid until the graph's next run)."""
         self.num_mixed_launched += 1
         src = [self._prev_rows[id(r)] if r.num_pending else -1
                for r in sched.requests[: self.mixed_graphs.num_decodes(sched)]]
-        self.mixed_graphs.run(sched, src)  # its sampler writes last_tokens[:len(requests)]
+        return self.mixed_graphs.run(sched, src)[0]  # its sampler writes last_tokens[:len(requests)]
 
-    def _launch_prefill(self, sched: SchedulerOutput) -> None:
-        """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]."""
+    def _launch_prefill(self, sched: SchedulerOutput) -> torch.Tensor:
+        """Same draws as `execute` (same seeds and steps, GPU-side sampling), into last_tokens[:n]; returns the
+        logits (one row per request; a graph's are valid until its next run)."""
         self.num_prefills_launched += 1
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
-            self.prefill_graphs.run(sched)  # built on last_tokens: its sampler writes them there
-            return
+            return self.prefill_graphs.run(sched)[0]  # built on last_tokens: its sampler writes them there
         batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=prune_last_layer())
         hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
-        self._draw(batch.logits_hidden(hidden), sched.requests)
+        return self._draw(batch.logits_hidden(hidden), sched.requests)
 
     def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> torch.Tensor:
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]; returns the

@@ -349,3 +349,44 @@ def test_lpt_order_hands_the_attention_its_decodes_longest_first(tiny_qwen3, mon
     for rid in ("d0", "d1", "d2", "c"):
         eng.abort(rid)
     eng.check_integrity()
+
+
+@pytest.mark.parametrize("mode", ["structured", "all"])
+def test_launched_mixed_steps_redraw_rows_and_report_logprobs(tiny_qwen3, monkeypatch, mode):
+    """Mixed steps (decodes beside a new prompt's chunk) holding structured rows and rows asking for logprobs are
+    launched: `finish_launch` redraws the structured rows (a chunk's first token included) and computes the
+    logprobs on the device; under LAUNCHED_REDRAWS "all" biased, penalised and min_tokens rows too. Tokens and
+    logprobs equal the synchronous engine's without the mixed path."""
+    from tachyon import StructuredOutputsParams
+    from tachyon.engine import sampler
+
+    monkeypatch.setattr(sampler, "LAUNCHED_REDRAWS", mode)
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=24,
+              max_num_seqs=3)
+    plain, mixed = LLM(tiny_qwen3, **kw, overlap_scheduling=False), LLM(tiny_qwen3, **kw, overlap_scheduling=True)
+    _Counting.runs = 0
+    _install(mixed, max_decodes=2)
+    base = dict(max_tokens=10, ignore_eos=True)
+    kinds = [SamplingParams(temperature=0.9, seed=1, structured_outputs=StructuredOutputsParams(regex="[a-z]{3,20}"),
+                            max_tokens=10),
+             SamplingParams(temperature=0.8, top_p=0.9, seed=2, logprobs=2, **base),
+             SamplingParams(temperature=0.9, seed=3, logit_bias={50: 5.0, 51: -100.0}, **base),
+             SamplingParams(temperature=0.9, seed=4, presence_penalty=0.7, repetition_penalty=1.2, logprobs=1, **base),
+             SamplingParams(temperature=0.0, min_tokens=8, max_tokens=10),
+             SamplingParams(temperature=0.9, seed=6, **base)]
+    if mode == "structured":  # a biased, penalised or min_tokens row would make its steps synchronous
+        kinds = [kinds[0], kinds[1], kinds[5]]
+    prompts = _prompts(12, seed=4)
+    sps = [kinds[i % len(kinds)] for i in range(12)]
+    got = [o.outputs[0] for o in mixed.generate(prompts, sps, use_tqdm=False)]
+    want = [o.outputs[0] for o in plain.generate(prompts, sps, use_tqdm=False)]
+    assert [c.token_ids for c in got] == [c.token_ids for c in want]
+    for g, w in zip(got, want):
+        assert (g.logprobs is None) == (w.logprobs is None)
+        assert g.logprobs is None or len(g.logprobs) == len(w.logprobs) == len(g.token_ids)
+        for dg, dw in zip(g.logprobs or [], w.logprobs or []):
+            assert dg.keys() == dw.keys() and all(abs(dg[t].logprob - dw[t].logprob) < 1e-5 for t in dg)
+    runner = mixed.engine.runner
+    assert _Counting.runs > 0 and runner.num_mixed_launched > 0
+    assert runner.num_rows_redrawn > 0 and runner.num_logprob_rows_launched > 0
+    mixed.engine.check_integrity()

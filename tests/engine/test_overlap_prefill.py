@@ -42,17 +42,24 @@ def test_seeded_sampling_equals_synchronous_engine(pair):
     assert sync.engine.runner.num_prefills_launched == 0
 
 
-@pytest.mark.parametrize("kw", [dict(logprobs=2), dict(prompt_logprobs=1), dict(repetition_penalty=1.3),
-                                dict(min_tokens=2), dict(logit_bias={77: 100.0})])
-def test_host_side_sampling_runs_synchronously(pair, kw):
-    """Logprobs, prompt logprobs, logit biases, penalties and min_tokens bans need the logits on the host: such a
-    prefill is not launched, and its tokens still equal the synchronous engine's."""
+@pytest.mark.parametrize("kw,launched", [(dict(logprobs=2), True), (dict(prompt_logprobs=1), False),
+                                         (dict(repetition_penalty=1.3), False), (dict(min_tokens=2), False),
+                                         (dict(logit_bias={77: 100.0}), False)])
+def test_host_side_sampling_in_a_prefill(pair, kw, launched):
+    """Prompt logprobs, and (by default, sampler.LAUNCHED_REDRAWS) logit biases, penalties and min_tokens bans keep
+    a prefill synchronous; logprobs are computed on the device by finish_launch, so such a prefill is launched.
+    Either way its tokens and logprobs equal the synchronous engine's."""
     over, sync = pair
     prompts = _prompts(2, seed=2)
     sp = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True, **kw)
     before = over.engine.runner.num_prefills_launched
-    assert _tokens(over, prompts, sp) == _tokens(sync, prompts, sp)
-    assert over.engine.runner.num_prefills_launched == before
+    got = [o.outputs[0] for o in over.generate(prompts, sp, use_tqdm=False)]
+    want = [o.outputs[0] for o in sync.generate(prompts, sp, use_tqdm=False)]
+    assert [c.token_ids for c in got] == [c.token_ids for c in want]
+    assert (over.engine.runner.num_prefills_launched > before) == launched
+    for g, w in zip(got, want):
+        assert (g.logprobs is None) == (w.logprobs is None)
+        assert g.logprobs is None or [sorted(d) for d in g.logprobs] == [sorted(d) for d in w.logprobs]
 
 
 def test_partial_chunk_runs_synchronously(tiny_qwen3):
