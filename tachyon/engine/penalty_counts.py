@@ -51,8 +51,7 @@ class PenaltyCounts:
         placeholder is counted there). Returns what `record` needs after the draw."""
         vocab, dev = logits.shape[-1], logits.device
         slots = self._slots(reqs, step_offset, vocab, dev)
-        rows_t = to_device_async(torch.tensor(rows, dtype=torch.long), dev)
-        slots_t = to_device_async(torch.tensor(slots, dtype=torch.long), dev)
+        rows_t, slots_t = to_device_async(torch.tensor([rows, slots], dtype=torch.long), dev)  # one copy
         params = to_device_async(torch.tensor([[r.params.repetition_penalty, r.params.frequency_penalty,
                                                 r.params.presence_penalty] for r in reqs], dtype=torch.float32), dev)
         kernels.apply_penalties(logits, rows_t, slots_t, self.counts, self.seen, params)
