@@ -48,12 +48,12 @@ class RunnerStartup:
                                 last_tokens=self.last_tokens)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
-        """Compile, in parallel, the Triton kernels of the profile step, of every decode-graph bucket (and its
-        unfiltered-sampling twin) and of every prefill-graph token bucket (each may take its own attention
-        config): their launches only compile here (kernels/precompile.py), so the profile and the graph
-        captures that follow find them compiled (allocate_kv loads their modules before it captures). Results are
-        discarded; the shared last-token buffer is reset. What the pass did: self.compile_pass
-        (kernels/precompile.CompilePass)."""
+        """Compile, in parallel, the Triton kernels of the profile step, of the eager sampler's penalties, of every
+        decode-graph bucket (and its unfiltered-sampling twin) and of every prefill-graph token bucket (each may
+        take its own attention config): their launches only compile here (kernels/precompile.py), so the profile
+        and the graph captures that follow find them compiled (allocate_kv loads their modules before it
+        captures). Results are discarded; the shared last-token buffer is reset. What the pass did:
+        self.compile_pass (kernels/precompile.CompilePass)."""
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -62,6 +62,7 @@ class RunnerStartup:
                 return
             hidden = self.model(ids, positions, meta)
             self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
+            self._compile_sampler_kernels()
             if self.use_cuda_graphs:
                 probe = self._graph_runner()
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
@@ -84,6 +85,17 @@ class RunnerStartup:
                         self.last_tokens.zero_()
         torch.cuda.synchronize()
         self.last_tokens.zero_()
+
+    def _compile_sampler_kernels(self) -> None:
+        """The eager sampler's own Triton kernels (a penalised row's first draw would compile them otherwise):
+        kernels.apply_penalties on a one-row batch of this vocabulary."""
+        from tachyon import kernels
+
+        dev, vocab = self.device, self.spec.vocab_size
+        one = torch.zeros(1, dtype=torch.long, device=dev)
+        kernels.apply_penalties(torch.zeros(1, vocab, device=dev), one, one,
+                                torch.zeros(1, vocab, dtype=torch.int32, device=dev),
+                                torch.zeros(1, vocab, dtype=torch.bool, device=dev), torch.ones(1, 3, device=dev))
 
     def _profile_step(self, max_num_batched_tokens: int):
         """Inputs of the largest step (one sequence of min(budget, max_model_len) tokens, slots -1)."""
