@@ -245,7 +245,8 @@ class Scheduler:
         """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""
         inflight: set[int] = set()
         for r in self.running:
-            inflight.update(self.kv.inflight_blocks(r))
+            if r.num_computed_tokens < len(r.prompt_token_ids):  # still in its prompt (most running rows decode)
+                inflight.update(self.kv.inflight_blocks(r))
         return inflight
 
     def _sort_waiting(self) -> None:
