@@ -51,7 +51,11 @@ class PenaltyCounts:
         placeholder is counted there). Returns what `record` needs after the draw."""
         vocab, dev = logits.shape[-1], logits.device
         slots = self._slots(reqs, step_offset, vocab, dev)
-        rows_t, slots_t = to_device_async(torch.tensor([rows, slots], dtype=torch.long), dev)  # one copy
+        # one copy; each row padded to an even length so that both start 16-byte aligned (the alignment Triton
+        # specialises pointers on, as the warm-up's compile had them)
+        pad = [0] * (len(rows) % 2)
+        both = to_device_async(torch.tensor([rows + pad, slots + pad], dtype=torch.long), dev)
+        rows_t, slots_t = both[0, : len(rows)], both[1, : len(rows)]
         params = to_device_async(torch.tensor([[r.params.repetition_penalty, r.params.frequency_penalty,
                                                 r.params.presence_penalty] for r in reqs], dtype=torch.float32), dev)
         kernels.apply_penalties(logits, rows_t, slots_t, self.counts, self.seen, params)
