@@ -223,8 +223,10 @@ class KVCacheManager:
         """Register each request's full blocks whose tokens are all known and computed (once each); the engine
         calls it after every step for the step's requests."""
         if self.enable_caching:
+            bs = self.block_size
             for req in reqs:
-                self._hash_blocks(req)
+                if req.num_computed_tokens // bs > req.num_registered_blocks:  # else no block can have filled
+                    self._hash_blocks(req)
 
     def _hash_blocks(self, req: Request) -> None:
         bs = self.block_size
