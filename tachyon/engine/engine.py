@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -114,6 +115,7 @@ class LLMEngine:
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()
+        self._group_salts = itertools.count(1)  # n > 1 groups' block-hash salts (make_group; next() is atomic)
         self._groups: dict[str, RequestGroup] = {}
         self._children: dict[str, Request] = {}
         self.prompt_tokens_total = 0
@@ -191,12 +193,16 @@ class LLMEngine:
         with self._rng_lock:
             base_seed = params.seed if params.seed is not None else self._rng.getrandbits(62)
         matcher = self.grammars.matcher(params.structured_outputs) if params.structured_outputs else None
+        # prefix caching off: the children still compute their shared prompt once (kv_cache.py)
+        salt = (hash(("n>1 group", next(self._group_salts)))
+                if params.n > 1 and not self.scheduler.kv.enable_caching else None)
         children = []
         for i in range(params.n):
             rid = request_id if params.n == 1 else f"{i}_{request_id}"
             child = Request(rid, ids, params, eos_token_ids=self.spec.eos_token_ids,
                             max_model_len=self.max_model_len, sample_seed=(base_seed * 1_000_003 + i) & _SEED_MASK,
                             arrival_time=arrival_time, parent_id=request_id, index=i)
+            child.prefix_salt = salt
             if matcher is not None:
                 child.matcher = matcher if i == params.n - 1 else matcher.deep_copy()
             if self.tokenizer is not None and params.detokenize:

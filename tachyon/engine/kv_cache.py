@@ -16,6 +16,10 @@ writes only positions past its shared blocks. A request's chain of block hashes 
 (`Request.block_hashes`, over known tokens only) and kept across preemptions; `num_registered_blocks` counts how
 many of its current blocks are registered.
 
+Without `enable_caching`, the children of one n > 1 request still share their prompt's blocks with one another
+(the prompt is computed once, not n times): their chains start from the group's own salt (`Request.prefix_salt`),
+so no other request's lookup can find their blocks.
+
 In-flight prefixes: the blocks a running request's prompt will still compute (`inflight_blocks`) are not cached
 yet; the scheduler holds back a waiting request whose next uncached block is one of them (`next_block_hash`)
 until that block is registered, so requests arriving together with a shared head compute it once.
@@ -144,6 +148,11 @@ class KVCacheManager:
         self.num_prefix_hit_tokens = 0  # prompt (or recomputed) tokens served from cached blocks
         self.num_prefix_queried_tokens = 0  # tokens of the admitted requests that could have been
 
+    def shares(self, req: Request) -> bool:
+        """Whether req's full blocks are registered and looked up: every request's with `enable_caching`, else
+        those of an n > 1 request's children (Request.prefix_salt), among themselves only."""
+        return self.enable_caching or req.prefix_salt is not None
+
     def blocks_needed(self, req: Request, num_new_tokens: int) -> int:
         total = req.num_computed_tokens + num_new_tokens
         return max(0, -(-total // self.block_size) - len(req.block_ids))
@@ -167,7 +176,7 @@ class KVCacheManager:
     def find_prefix(self, req: Request) -> list[int]:
         """The cached blocks that hold req's leading full blocks (a request not yet started, whose prompt
         logprobs are not asked): all but its last known token at most. Takes nothing."""
-        if not self.enable_caching or req.block_ids or req.num_computed_tokens or req.wants_prompt_logprobs():
+        if not self.shares(req) or req.block_ids or req.num_computed_tokens or req.wants_prompt_logprobs():
             return []
         bs = self.block_size
         hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // bs)
@@ -182,7 +191,7 @@ class KVCacheManager:
     def next_block_hash(self, req: Request, hits: list[int]) -> int | None:
         """The hash of the first leading block of req that `find_prefix` did not find (`hits`), if a cache hit on it
         could still serve req (it lies before req's last known token); else None."""
-        if not self.enable_caching or req.wants_prompt_logprobs():
+        if not self.shares(req) or req.wants_prompt_logprobs():
             return None
         hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // self.block_size)
         return hashes[len(hits)] if len(hits) < len(hashes) else None
@@ -190,7 +199,7 @@ class KVCacheManager:
     def inflight_blocks(self, req: Request) -> list[int]:
         """Hashes of the full prompt blocks req (running) has still to compute or register: they become cached
         blocks as its prefill proceeds."""
-        if not self.enable_caching or req.num_computed_tokens >= req.num_prompt_tokens:
+        if not self.shares(req) or req.num_computed_tokens >= req.num_prompt_tokens:
             return []
         hashes = self._chain(req, req.num_prompt_tokens // self.block_size)
         return hashes[req.num_registered_blocks:]
@@ -206,7 +215,7 @@ class KVCacheManager:
 
     def share_prefix(self, req: Request, hits: list[int]) -> None:
         """req starts with `hits` (find_prefix's, for this request) as its computed leading blocks."""
-        if not self.enable_caching:
+        if not self.shares(req):
             return
         self.num_prefix_queried_tokens += req.num_tokens - req.num_pending
         if not hits:
@@ -222,11 +231,11 @@ class KVCacheManager:
     def cache_blocks(self, reqs: list[Request]) -> None:
         """Register each request's full blocks whose tokens are all known and computed (once each); the engine
         calls it after every step for the step's requests."""
-        if self.enable_caching:
-            bs = self.block_size
-            for req in reqs:
-                if req.num_computed_tokens // bs > req.num_registered_blocks:  # else no block can have filled
-                    self._hash_blocks(req)
+        bs = self.block_size
+        for req in reqs:
+            # else no block can have filled (checked first: it is the common case)
+            if req.num_computed_tokens // bs > req.num_registered_blocks and self.shares(req):
+                self._hash_blocks(req)
 
     def _hash_blocks(self, req: Request) -> None:
         bs = self.block_size
@@ -243,5 +252,6 @@ class KVCacheManager:
         known; each block is hashed once in the request's life."""
         hashes, bs = req.block_hashes, self.block_size
         for i in range(len(hashes), n):
-            hashes.append(chain_hash(hashes[-1] if hashes else 0, tuple(req.token_ids[i * bs:(i + 1) * bs])))
+            prev = hashes[-1] if hashes else req.prefix_salt or 0
+            hashes.append(chain_hash(prev, tuple(req.token_ids[i * bs:(i + 1) * bs])))
         return hashes[:n] if len(hashes) > n else hashes

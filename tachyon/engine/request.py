@@ -62,6 +62,9 @@ class Request:
         self._logit_bias: tuple[torch.Tensor, torch.Tensor] | None = None
         self.block_hashes: list[int] = []  # chained hashes of its leading full known blocks (kv_cache.py)
         self.num_registered_blocks = 0  # of its current blocks, those registered in the prefix cache
+        # with prefix caching off: the salt an n > 1 request's children start their block hashes from, so they share
+        # their prompt's blocks with one another only (kv_cache.py); None: no sharing beyond the prefix cache's
+        self.prefix_salt: int | None = None
         self.num_cached_tokens = 0  # leading tokens its last admission found in the prefix cache
 
     def logit_bias_tensors(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -200,7 +200,7 @@ class Scheduler:
         due = False  # lpt: a due request was admitted this step; those due soon join it
         if self.policy == "flat" and self.waiting and not self._waiting_sorted:
             self._sort_waiting()
-        inflight = self._inflight_blocks() if self.kv.enable_caching and self.waiting else None
+        inflight = self._inflight_blocks() if self.waiting else None  # prefixes in flight (kv_cache.py)
         j = 0  # the waiting request considered: those before it wait for a prefix in flight
         while j < len(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs:
             if max_chunks is not None and chunks >= max_chunks:

@@ -187,3 +187,23 @@ def test_a_request_held_back_for_a_prefix_goes_on_when_its_computer_is_aborted(t
     assert outs["b"].outputs[0].token_ids == _run(off, [b], sp)[0].outputs[0].token_ids
     assert outs["b"].num_cached_tokens == 28
     eng.check_integrity()
+
+
+def test_n_children_compute_their_prompt_once_without_prefix_caching(tiny_llama):
+    """Prefix caching off: an n=4 request's children share their prompt's blocks with one another (one computes
+    it, three wait a step and share its full blocks but the last token's), so greedy children equal a lone
+    request; a later request with the same prompt, or another n>1 request, finds none of those blocks."""
+    off = _engine(tiny_llama, False)
+    kv = off.engine.scheduler.kv
+    p = _prompts(1, shared=23, seed=10)[0]
+    shared = (len(p) - 1) // 4 * 4
+    greedy = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    alone = _run(off, [p], greedy)[0].outputs[0].token_ids
+    out = _run(off, [p], greedy.clone(n=4))[0]
+    assert [c.token_ids for c in out.outputs] == [alone] * 4
+    assert shared >= 20 and kv.num_prefix_hit_tokens == 3 * shared and off.engine.scheduler.num_prefix_waits >= 3
+    assert _run(off, [p], greedy)[0].num_cached_tokens == 0  # no sharing outside the group
+    sampled = _run(off, [p], SamplingParams(temperature=1.0, seed=4, max_tokens=8, ignore_eos=True, n=3))[0]
+    assert kv.num_prefix_hit_tokens == 5 * shared  # its own prompt again, computed once, not the first group's
+    assert len({tuple(c.token_ids) for c in sampled.outputs}) == 3
+    off.engine.check_integrity()
