@@ -200,7 +200,7 @@ class Scheduler:
         due = False  # lpt: a due request was admitted this step; those due soon join it
         if self.policy == "flat" and self.waiting and not self._waiting_sorted:
             self._sort_waiting()
-        inflight = self._inflight_blocks() if self.waiting else None  # prefixes in flight (kv_cache.py)
+        inflight = None  # hashes of prompt blocks in flight (kv_cache.py), made when a request that shares asks
         j = 0  # the waiting request considered: those before it wait for a prefix in flight
         while j < len(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs:
             if max_chunks is not None and chunks >= max_chunks:
@@ -212,10 +212,13 @@ class Scheduler:
                 if len(self.running) >= cap and rem < horizon and not (due and rem >= self.due_soon * horizon):
                     break  # lpt: later steps carry it without a longer run (module docstring)
             hits = self.kv.find_prefix(req)  # prefix caching: leading blocks another request computed
-            if inflight and self.kv.next_block_hash(req, hits) in inflight:
-                j += 1  # its next block is being computed by a running request: share it once it is cached
-                self.num_prefix_waits += 1
-                continue
+            if self.kv.shares(req):
+                if inflight is None:
+                    inflight = self._inflight_blocks()
+                if inflight and self.kv.next_block_hash(req, hits) in inflight:
+                    j += 1  # its next block is being computed by a running request: share it once it is cached
+                    self.num_prefix_waits += 1
+                    continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
             n = min(remaining, budget)
             if n < remaining and not self.enable_chunked_prefill:
@@ -231,7 +234,7 @@ class Scheduler:
             self.kv.share_prefix(req, hits)
             if not self.kv.allocate_slots(req, n):
                 raise RuntimeError(f"request {req.request_id}: {need} blocks were free at admission, then not")
-            if inflight is not None:
+            if inflight is not None:  # (None: no request that shares asked yet, and this one does not share)
                 inflight.update(self.kv.inflight_blocks(req))
             req.status = RequestStatus.RUNNING
             self.running.append(req)
