@@ -147,7 +147,7 @@ class PenaltyCounts:
         outputs = [torch.tensor(r.output_token_ids, dtype=torch.long) + s * vocab for s, r in stale]
         flat = to_device_async(torch.cat(prompt + outputs), dev)
         n_prompt = sum(t.numel() for t in prompt)
-        self.seen.view(-1)[flat[:n_prompt]] = True
+        self.seen.view(-1).index_fill_(0, flat[:n_prompt], True)  # a scalar argument: no copy, no sync
         out = flat[n_prompt:]
         self.counts.view(-1).index_add_(0, out, torch.ones(out.shape, dtype=torch.int32, device=dev))
         for s, r in stale:

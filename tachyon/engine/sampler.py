@@ -50,7 +50,8 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
     flat = [row * vocab + t for row, r in zip(rows, reqs) for t in (*r.eos_token_ids, *r.params.stop_token_ids)
             if t < vocab]
     if flat:
-        logits.view(-1)[to_device_async(torch.tensor(flat, dtype=torch.long), logits.device)] = float("-inf")
+        idx = to_device_async(torch.tensor(flat, dtype=torch.long), logits.device)
+        logits.view(-1).index_fill_(0, idx, float("-inf"))  # a scalar argument: no copy, no sync
 
 
 def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
