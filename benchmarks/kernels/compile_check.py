@@ -28,7 +28,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 MODULES = ("activation", "attention", "attention_mixed", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv",
-           "gemv_glu", "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
+           "gemv_glu", "penalties", "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8",
          torch.float8_e4m3fn: "*fp8e4nv"}
 RESULTS: list[tuple[str, bool, str]] = []
@@ -158,6 +158,8 @@ def launch_all(arch: int) -> list[str]:
     for b in (8, 256):
         f32b, i32b, i64b = (lambda *s, x=x: t(x, *s) for x in (torch.float32, torch.int32, torch.int64))
         K.sample_triton(f32b(b, 152064), f32b(b), i32b(b), f32b(b), f32b(b), i64b(b), i64b(b))
+        K.apply_penalties_triton(f32b(b, 152064), i64b(b), i64b(b), i32b(256, 152064), t(torch.bool, 256, 152064),
+                                 f32b(b, 3))
     return left_out
 
 
