@@ -113,28 +113,30 @@ class Sampler:
         self.penalties = PenaltyCounts()
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
-        """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph);
-        used unless a row needs a logit bias, penalties, min_tokens bans or a structured-output mask, which change
-        the distribution."""
+        """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph); kept but for
+        the rows that need a logit bias, penalties, min_tokens bans or a structured-output mask, which change the
+        distribution: only those rows are copied, changed and drawn again (`redraw`)."""
         raw = logits
-        logits = logits.float()
-        counted = None
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
-        if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
-            same = logits.data_ptr() == raw.data_ptr()
-            logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
-            counted = self._reshape(logits, special, [reqs[i] for i in special])
-        if drawn is not None and not special:
+        if drawn is not None:
             token_t = drawn
+            if special:  # a copy: `drawn` may be the graph's own output buffer
+                token_t = drawn.clone()
+                self.redraw(logits, special, [reqs[i] for i in special], token_t, step_offset=0)
         else:
+            logits = logits.float()
+            counted = None
+            if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
+                same = logits.data_ptr() == raw.data_ptr()
+                logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
+                counted = self._reshape(logits, special, [reqs[i] for i in special])
             token_t = draw_tokens(logits, reqs)
             if counted is not None:
                 self.penalties.record(counted, token_t)
         tokens = token_t.tolist()
         structured = [i for i in special if reqs[i].matcher is not None]
         if structured:
-            feed_matchers([reqs[i] for i in structured], [tokens[i] for i in structured], self.masks,
-                          logits.shape[-1])
+            feed_matchers([reqs[i] for i in structured], [tokens[i] for i in structured], self.masks, raw.shape[-1])
         logprobs: list = [None] * len(reqs)
         want = [i for i, r in enumerate(reqs) if r.params.logprobs is not None]
         if want:
@@ -144,16 +146,17 @@ class Sampler:
                 logprobs[i] = row
         return SampleResult(tokens, logprobs)
 
-    def redraw(self, logits: torch.Tensor, rows: list[int], reqs: list[Request], out: torch.Tensor) -> None:
-        """A launched decode step's rows that need host-side logits work (ModelRunner.finish_launch): reqs[k],
-        whose one pending placeholder is this draw, draws again from logits[rows[k]] changed as `__call__` changes
-        them, into out[rows[k]], on the device: no host sync, and no matcher fed (the engine feeds each token when
-        it reaches the host)."""
+    def redraw(self, logits: torch.Tensor, rows: list[int], reqs: list[Request], out: torch.Tensor,
+               step_offset: int = -1) -> None:
+        """Rows that need host-side logits work, on the device with no host sync and no matcher fed: reqs[k] draws
+        again from logits[rows[k]] changed as `_reshape` changes them, into out[rows[k]]. A launched step's rows
+        (ModelRunner.finish_launch: step_offset -1, the draw's own pending placeholder is counted; the engine feeds
+        each token when it reaches the host), or a synchronous graphed step's (`__call__`, step_offset 0)."""
         # a list index would copy it to the device blocking (a stream sync: the host would wait for the step)
         idx = to_device_async(torch.tensor(rows, dtype=torch.long), logits.device)
         sub = logits.index_select(0, idx).float()  # a copy: the step's own logits stay as they were
-        counted = self._reshape(sub, list(range(len(rows))), reqs, -1)
-        drawn = draw_tokens(sub, reqs, -1)
+        counted = self._reshape(sub, list(range(len(rows))), reqs, step_offset)
+        drawn = draw_tokens(sub, reqs, step_offset)
         out[idx] = drawn
         if counted is not None:
             self.penalties.record(counted, drawn)
