@@ -147,6 +147,7 @@ class KVCacheManager:
         self.enable_caching = enable_caching
         self.num_prefix_hit_tokens = 0  # prompt (or recomputed) tokens served from cached blocks
         self.num_prefix_queried_tokens = 0  # tokens of the admitted requests that could have been
+        self._salted: set[int] = set()  # ids of admitted n > 1 children that share with caching off, until freed
 
     def shares(self, req: Request) -> bool:
         """Whether req's full blocks are registered and looked up: every request's with `enable_caching`, else
@@ -171,6 +172,7 @@ class KVCacheManager:
             self.pool.free(req.block_ids)
             req.block_ids = []
         req.num_registered_blocks = 0
+        self._salted.discard(id(req))
 
     # ---- prefix caching -------------------------------------------------------------------------
     def find_prefix(self, req: Request) -> list[int]:
@@ -217,6 +219,8 @@ class KVCacheManager:
         """req starts with `hits` (find_prefix's, for this request) as its computed leading blocks."""
         if not self.shares(req):
             return
+        if not self.enable_caching:
+            self._salted.add(id(req))  # until `free`: cache_blocks has work with caching off
         self.num_prefix_queried_tokens += req.num_tokens - req.num_pending
         if not hits:
             return
@@ -231,6 +235,8 @@ class KVCacheManager:
     def cache_blocks(self, reqs: list[Request]) -> None:
         """Register each request's full blocks whose tokens are all known and computed (once each); the engine
         calls it after every step for the step's requests."""
+        if not (self.enable_caching or self._salted):
+            return  # the default: nothing is shared, and the step's requests are not walked
         bs = self.block_size
         for req in reqs:
             # else no block can have filled (checked first: it is the common case)
