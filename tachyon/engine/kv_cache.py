@@ -181,10 +181,10 @@ class KVCacheManager:
         if not self.shares(req) or req.block_ids or req.num_computed_tokens or req.wants_prompt_logprobs():
             return []
         bs = self.block_size
-        hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // bs)
+        n = self._chain(req, (req.num_tokens - req.num_pending - 1) // bs)
         hits: list[int] = []
-        for i, h in enumerate(hashes):
-            b = self.pool.lookup(h, tuple(req.token_ids[i * bs:(i + 1) * bs]))
+        for i in range(n):
+            b = self.pool.lookup(req.block_hashes[i], tuple(req.token_ids[i * bs:(i + 1) * bs]))
             if b is None:
                 break
             hits.append(b)
@@ -195,16 +195,16 @@ class KVCacheManager:
         could still serve req (it lies before req's last known token); else None."""
         if not self.shares(req) or req.wants_prompt_logprobs():
             return None
-        hashes = self._chain(req, (req.num_tokens - req.num_pending - 1) // self.block_size)
-        return hashes[len(hits)] if len(hits) < len(hashes) else None
+        n = self._chain(req, (req.num_tokens - req.num_pending - 1) // self.block_size)
+        return req.block_hashes[len(hits)] if len(hits) < n else None
 
     def inflight_blocks(self, req: Request) -> list[int]:
         """Hashes of the full prompt blocks req (running) has still to compute or register: they become cached
         blocks as its prefill proceeds."""
         if not self.shares(req) or req.num_computed_tokens >= req.num_prompt_tokens:
             return []
-        hashes = self._chain(req, req.num_prompt_tokens // self.block_size)
-        return hashes[req.num_registered_blocks:]
+        n = self._chain(req, req.num_prompt_tokens // self.block_size)
+        return req.block_hashes[req.num_registered_blocks:n]
 
     def admission_blocks(self, req: Request, hits: list[int], num_new_tokens: int) -> tuple[int, int]:
         """(blocks to allocate, blocks free for them) if req is admitted with `hits` shared and num_new_tokens
@@ -248,16 +248,16 @@ class KVCacheManager:
         full = min(req.num_computed_tokens, req.num_tokens - req.num_pending, len(req.block_ids) * bs) // bs
         if full <= req.num_registered_blocks:
             return
-        hashes = self._chain(req, full)
+        self._chain(req, full)
         for i in range(req.num_registered_blocks, full):
-            self.pool.register(req.block_ids[i], hashes[i], tuple(req.token_ids[i * bs:(i + 1) * bs]))
+            self.pool.register(req.block_ids[i], req.block_hashes[i], tuple(req.token_ids[i * bs:(i + 1) * bs]))
         req.num_registered_blocks = full
 
-    def _chain(self, req: Request, n: int) -> list[int]:
-        """req.block_hashes extended to (at least) its first n full blocks, whose tokens the caller knows are
-        known; each block is hashed once in the request's life."""
+    def _chain(self, req: Request, n: int) -> int:
+        """Extend req.block_hashes to (at least) its first n full blocks, whose tokens the caller knows are known;
+        each block is hashed once in the request's life. Returns n."""
         hashes, bs = req.block_hashes, self.block_size
         for i in range(len(hashes), n):
             prev = hashes[-1] if hashes else req.prefix_salt or 0
             hashes.append(chain_hash(prev, tuple(req.token_ids[i * bs:(i + 1) * bs])))
-        return hashes[:n] if len(hashes) > n else hashes
+        return n

@@ -17,7 +17,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.staging import to_device_async
+from tachyon.engine.staging import flat_row_indices, to_device_async
 
 MIN_CAPACITY = 8
 
@@ -134,7 +134,7 @@ class PenaltyCounts:
 
     def _rebuild(self, stale: list[tuple[int, Request]], step_offset: int) -> None:
         """Rows of `stale` slots from their requests' host tokens (prompt -> seen, outputs -> counts), every row
-        in one copy and three writes."""
+        at once."""
         for _, r in stale:
             if r.num_output_tokens != r.num_sampled + step_offset:
                 raise RuntimeError(f"request {r.request_id}: penalties need its {r.num_pending} pending tokens")
@@ -143,12 +143,10 @@ class PenaltyCounts:
         idx = to_device_async(torch.tensor(slot_ids, dtype=torch.long), dev)
         self.counts.index_fill_(0, idx, 0)
         self.seen.index_fill_(0, idx, False)
-        prompt = [torch.tensor(r.prompt_token_ids, dtype=torch.long) + s * vocab for s, r in stale]
-        outputs = [torch.tensor(r.output_token_ids, dtype=torch.long) + s * vocab for s, r in stale]
-        flat = to_device_async(torch.cat(prompt + outputs), dev)
-        n_prompt = sum(t.numel() for t in prompt)
-        self.seen.view(-1).index_fill_(0, flat[:n_prompt], True)  # a scalar argument: no copy, no sync
-        out = flat[n_prompt:]
+        prompt = flat_row_indices(slot_ids, [torch.tensor(r.prompt_token_ids) for _, r in stale], vocab, dev)
+        self.seen.view(-1).index_fill_(0, prompt, True)  # a scalar argument: no copy, no sync
+        out = flat_row_indices(slot_ids, [torch.tensor(r.output_token_ids, dtype=torch.long) for _, r in stale],
+                               vocab, dev)
         self.counts.view(-1).index_add_(0, out, torch.ones(out.shape, dtype=torch.int32, device=dev))
         for s, r in stale:
             self._counted[s] = r.num_output_tokens

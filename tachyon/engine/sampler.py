@@ -18,7 +18,7 @@ import torch
 from tachyon import kernels
 from tachyon.engine.penalty_counts import PenaltyCounts, Picked
 from tachyon.engine.request import Request
-from tachyon.engine.staging import to_device_async
+from tachyon.engine.staging import flat_row_indices, to_device_async
 from tachyon.engine.structured import MaskPrefetch, apply_bitmask
 from tachyon.sampling import Logprob, SamplingParams
 
@@ -30,16 +30,11 @@ class SampleResult:
     logprobs: list[tuple[float, int, list[int], list[float]] | None]
 
 
-def _flat(rows: list[int], ids: list[torch.Tensor], vocab: int, device: torch.device) -> torch.Tensor:
-    """Indices into a (rows, vocab) tensor's flat view: ids[k] of row rows[k], in one host->device copy."""
-    return to_device_async(torch.cat([t + row * vocab for row, t in zip(rows, ids)]), device)
-
-
 def apply_logit_biases(logits: torch.Tensor, rows: list[int], reqs: list[Request]) -> None:
     """In place: logits[rows[k]] += reqs[k]'s logit_bias (ids checked against the vocabulary on admission), every
     row in one index_add. `logits` is contiguous (batch, vocab)."""
     pairs = [r.logit_bias_tensors() for r in reqs]
-    idx = _flat(rows, [ids for ids, _ in pairs], logits.shape[-1], logits.device)
+    idx = flat_row_indices(rows, [ids for ids, _ in pairs], logits.shape[-1], logits.device)
     vals = to_device_async(torch.cat([v for _, v in pairs]).to(logits.dtype), logits.device)
     logits.view(-1).index_add_(0, idx, vals)
 

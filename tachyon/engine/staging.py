@@ -72,3 +72,9 @@ def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type != "cuda":
         return t.to(device)
     return t.pin_memory().to(device, non_blocking=True)
+
+
+def flat_row_indices(rows: list[int], ids: list[torch.Tensor], width: int, device: torch.device) -> torch.Tensor:
+    """Indices into a (rows, width) tensor's flat view: the int64 host tensor ids[k] in row rows[k], in one
+    host-to-device copy (to_device_async)."""
+    return to_device_async(torch.cat([t + row * width for row, t in zip(rows, ids)]), device)
