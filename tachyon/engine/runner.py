@@ -25,7 +25,6 @@ from tachyon.engine.runner_startup import RunnerStartup
 from tachyon.engine.sampler import (
     Sampler,
     SampleResult,
-    bans_redrawn_when_launched,
     compute_logprobs,
     draw_tokens,
     logprob_dict,
@@ -182,21 +181,16 @@ class ModelRunner(RunnerStartup):
     def can_launch(self, sched: SchedulerOutput) -> bool:
         """Overlap-eligible: a pure decode batch, a prefill step in which every request samples (see
         `_prefill_launchable`), or a graphed mixed step (`_mixed_launchable`), whose rows need no host-side logits
-        work but what `finish_launch` does on the device: redraws of structured rows (sampler.redrawn_when_launched,
-        sampler.bans_redrawn_when_launched) and logprobs (whether the step holds either is kept for the `launch`
-        that follows)."""
+        work but what `finish_launch` does on the device: redraws (sampler.redrawn_when_launched) and logprobs
+        (whether the step holds either is kept for the `launch` that follows)."""
         if not (self._graph_eligible(sched) or self._prefill_launchable(sched) or self._mixed_launchable(sched)):
             return False
         redraws = logprobs = False
         for r in sched.requests:
             p = r.params
             logprobs = logprobs or p.logprobs is not None
-            if r.num_sampled < p.min_tokens:  # this draw bans its EOS and stop tokens
-                if not bans_redrawn_when_launched():
-                    return False
-                redraws = True
-            if reshapes_logits(p):
-                if not redrawn_when_launched(p):
+            if reshapes_logits(p) or r.num_sampled < p.min_tokens:  # (a draw under min_tokens bans EOS and stops)
+                if not redrawn_when_launched(r):
                     return False
                 redraws = True
             if r.num_pending and id(r) not in self._prev_rows:

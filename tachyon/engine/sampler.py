@@ -108,26 +108,16 @@ class Sampler:
         self.penalties = PenaltyCounts()
 
     def __call__(self, logits: torch.Tensor, reqs: list[Request], drawn: torch.Tensor | None = None) -> SampleResult:
-        """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph); kept but for
-        the rows that need a logit bias, penalties, min_tokens bans or a structured-output mask, which change the
-        distribution: only those rows are copied, changed and drawn again (`redraw`)."""
+        """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph; else they are
+        drawn here); kept but for the rows that need a logit bias, penalties, min_tokens bans or a
+        structured-output mask, which change the distribution: only those rows are copied, changed and drawn
+        again (`redraw`)."""
         raw = logits
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
-        if drawn is not None:
-            token_t = drawn
-            if special:  # a copy: `drawn` may be the graph's own output buffer
-                token_t = drawn.clone()
-                self.redraw(logits, special, [reqs[i] for i in special], token_t, step_offset=0)
-        else:
-            logits = logits.float()
-            counted = None
-            if special:  # a private contiguous copy to change in place (float() already copied a bf16 batch)
-                same = logits.data_ptr() == raw.data_ptr()
-                logits = logits.clone(memory_format=torch.contiguous_format) if same else logits.contiguous()
-                counted = self._reshape(logits, special, [reqs[i] for i in special])
-            token_t = draw_tokens(logits, reqs)
-            if counted is not None:
-                self.penalties.record(counted, token_t)
+        token_t = drawn if drawn is not None else draw_tokens(logits.float(), reqs)
+        if special:  # a copy: `drawn` may be the graph's own output buffer
+            token_t = token_t.clone()
+            self.redraw(logits, special, [reqs[i] for i in special], token_t, step_offset=0)
         tokens = token_t.tolist()
         structured = [i for i in special if reqs[i].matcher is not None]
         if structured:
@@ -214,25 +204,21 @@ if LAUNCHED_REDRAWS not in ("structured", "all"):
     raise ValueError(f"TACHYON_LAUNCHED_REDRAWS={LAUNCHED_REDRAWS!r}: expected 'structured' or 'all'")
 
 
-def redrawn_when_launched(p: SamplingParams) -> bool:
-    """Whether the overlap engine launches decode steps holding a row with these params, and redraws the row on the
-    device once the previous step's tokens are processed (ModelRunner.finish_launch): structured-output rows
-    without a logit bias or penalties (LAUNCHED_REDRAWS "all": every row whose params reshape its logits). On the
-    H200 (7B, benchmarks/results/session42/) launching cut JSON rows' TPOT at b64 from 7.3-7.5 to 6.6 ms, but made
-    biased rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4) and left penalised ones inside their
-    synchronous range: those stay synchronous. Two likely causes were removed after that measurement: the redraw
-    indexed the step's logits with a host list (a blocking copy: the host waited for the step), and penalties
-    built their counts from the host's token lists each step (now kept on the device, penalty_counts.py);
-    re-measure before launching them by default."""
+def redrawn_when_launched(r: Request) -> bool:
+    """Whether the overlap engine launches a step holding this row, whose draw changes its logits first
+    (needs_host_logits, counted with its pending tokens), and redraws the row on the device once the previous
+    step's tokens are processed (ModelRunner.finish_launch): structured-output rows without a logit bias,
+    penalties or a min_tokens ban (LAUNCHED_REDRAWS "all": every such row). On the H200 (7B,
+    benchmarks/results/session42/) launching cut JSON rows' TPOT at b64 from 7.3-7.5 to 6.6 ms, but made biased
+    rows slower (b1 3.85-3.91 -> 4.65 ms, b64 5.4-5.9 -> 6.4) and left penalised ones inside their synchronous
+    range: those stay synchronous. Two likely causes were removed after that measurement: the redraw indexed the
+    step's logits with a host list (a blocking copy: the host waited for the step), and penalties built their
+    counts from the host's token lists each step (now kept on the device, penalty_counts.py); re-measure before
+    launching them by default."""
     if LAUNCHED_REDRAWS == "all":
-        return reshapes_logits(p)
-    return p.structured_outputs is not None and not p.logit_bias and not _penalised(p)
-
-
-def bans_redrawn_when_launched() -> bool:
-    """Whether the overlap engine launches decode steps holding rows under a min_tokens ban and redraws them
-    (LAUNCHED_REDRAWS "all", as biased rows: a ban is an indexed write like a bias)."""
-    return LAUNCHED_REDRAWS == "all"
+        return True
+    p = r.params
+    return p.structured_outputs is not None and not p.logit_bias and not _penalised(p) and r.num_sampled >= p.min_tokens
 
 
 def needs_host_logits(r: Request) -> bool:
