@@ -111,13 +111,17 @@ class Sampler:
         """`drawn`: tokens already sampled from these logits by kernels.sample (inside a CUDA graph; else they are
         drawn here); kept but for the rows that need a logit bias, penalties, min_tokens bans or a
         structured-output mask, which change the distribution: only those rows are copied, changed and drawn
-        again (`redraw`)."""
+        again (`redraw`). Without `drawn`, each row is drawn once, through `redraw` when any row is special."""
         raw = logits
         special = [i for i, r in enumerate(reqs) if needs_host_logits(r)]
-        token_t = drawn if drawn is not None else draw_tokens(logits.float(), reqs)
-        if special:  # a copy: `drawn` may be the graph's own output buffer
-            token_t = token_t.clone()
+        if special and drawn is None:  # eager: every row drawn once, the special ones from their changed logits
+            token_t = torch.empty(len(reqs), dtype=torch.long, device=logits.device)
+            self.redraw(logits, list(range(len(reqs))), reqs, token_t, step_offset=0)
+        elif special:  # a copy: `drawn` may be the graph's own output buffer
+            token_t = drawn.clone()
             self.redraw(logits, special, [reqs[i] for i in special], token_t, step_offset=0)
+        else:
+            token_t = drawn if drawn is not None else draw_tokens(logits.float(), reqs)
         tokens = token_t.tolist()
         structured = [i for i in special if reqs[i].matcher is not None]
         if structured:
