@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from tachyon.config import EngineConfig
-from tachyon.engine.engine import EngineStats, LLMEngine, RequestGroup
+from tachyon.engine.engine import EngineStats, LLMEngine
+from tachyon.engine.outputs import RequestGroup
 from tachyon.sampling import RequestOutput, SamplingParams
 
 log = logging.getLogger("tachyon.engine")

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import torch
 
 from tachyon.config import EngineConfig
-from tachyon.engine.detokenizer import IncrementalDetokenizer, decode_token
+from tachyon.engine.detokenizer import IncrementalDetokenizer
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager
+from tachyon.engine.outputs import RequestGroup, decode_logprobs
 from tachyon.engine.request import Request, RequestStatus
 from tachyon.engine.runner import ModelRunner
 from tachyon.engine.runner_startup import kv_cache_bytes_per_block
@@ -22,7 +23,7 @@ from tachyon.engine.sampler import feed_matchers, logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.engine.structured import GrammarCompiler
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
-from tachyon.sampling import CompletionOutput, RequestMetrics, RequestOutput, SamplingParams
+from tachyon.sampling import RequestOutput, SamplingParams
 
 log = logging.getLogger("tachyon.engine")
 _SEED_MASK = (1 << 63) - 1  # sampling seeds travel as int64
@@ -41,19 +42,6 @@ class EngineStats:
     prefix_cache_queries: int = 0  # tokens of requests admitted with prefix caching on
     prefix_cache_hits: int = 0  # of those, tokens found in the cache (not recomputed)
     prefix_cache_waits: int = 0  # admissions held back a step for a shared prefix another request was computing
-
-
-class RequestGroup:
-    """The n children of one user request, gathered into one RequestOutput."""
-
-    def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int], children: list[Request]):
-        self.request_id, self.prompt, self.prompt_token_ids = request_id, prompt, prompt_token_ids
-        self.children = children
-        self.prompt_logprobs_decoded = False
-
-    @property
-    def finished(self) -> bool:
-        return all(c.finished for c in self.children)
 
 
 class LLMEngine:
@@ -313,7 +301,7 @@ class LLMEngine:
             if req.finished:
                 req.drop_placeholders()
                 self.scheduler.finish(req)
-        outs = [self._make_output(g) for g in touched.values() if not finished_only or g.finished]
+        outs = [g.output(self.tokenizer) for g in touched.values() if not finished_only or g.finished]
         for o in outs:
             if o.finished:
                 g = self._groups.pop(o.request_id)
@@ -330,7 +318,7 @@ class LLMEngine:
         if req.first_token_time is None:
             req.first_token_time = now
         if lp is not None:
-            req.logprobs.append(self._decoded([logprob_dict(token, lp)])[0])
+            req.logprobs.append(decode_logprobs([logprob_dict(token, lp)], self.tokenizer)[0])
             req.cumulative_logprob += lp[0]
         stop_str = None
         if req.detokenizer is not None:
@@ -340,50 +328,6 @@ class LLMEngine:
         req.check_stop(stop_str)
         if req.finished:
             req.finished_time = now
-
-    def _make_output(self, g: RequestGroup) -> RequestOutput:
-        comps = []
-        for c in g.children:
-            # unfinished: withhold a tail that might still become a stop string (safe to stream)
-            text = c.detokenizer.stream_text(c.finished) if c.detokenizer is not None else ""
-            comps.append(CompletionOutput(
-                index=c.index, text=text, token_ids=list(c.output_token_ids),
-                cumulative_logprob=c.cumulative_logprob if c.logprobs is not None else None,
-                logprobs=c.logprobs, finish_reason=c.finish_reason, stop_reason=c.stop_reason))
-        first = g.children[0]
-        first_tok = [c.first_token_time for c in g.children if c.first_token_time is not None]
-        fin = [c.finished_time for c in g.children if c.finished_time is not None]
-        metrics = RequestMetrics(
-            arrival_time=first.arrival_time,
-            first_scheduled_time=first.first_scheduled_time,
-            first_token_time=min(first_tok) if first_tok else None,
-            last_token_time=time.time(),
-            time_in_queue=(first.first_scheduled_time - first.arrival_time) if first.first_scheduled_time else None,
-            finished_time=max(fin) if g.finished and fin else None,
-            num_preemptions=sum(c.num_preemptions for c in g.children),
-        )
-        return RequestOutput(request_id=g.request_id, prompt=g.prompt, prompt_token_ids=g.prompt_token_ids,
-                             prompt_logprobs=self._prompt_logprobs_text(g, first), outputs=comps,
-                             finished=g.finished, metrics=metrics, num_cached_tokens=first.num_cached_tokens)
-
-    def _prompt_logprobs_text(self, g: RequestGroup, req: Request):
-        """Prompt logprobs are complete before the first token is sampled: decode their text once."""
-        if req.prompt_logprobs is not None and not g.prompt_logprobs_decoded:
-            self._decoded(req.prompt_logprobs)
-            g.prompt_logprobs_decoded = True
-        return req.prompt_logprobs
-
-    def _decoded(self, entries):
-        """Fill each Logprob's decoded_token (in place); returns `entries`."""
-        if entries is None or self.tokenizer is None:
-            return entries
-        for d in entries:
-            if d is None:
-                continue
-            for tid, lp in d.items():
-                if lp.decoded_token is None:
-                    lp.decoded_token = decode_token(self.tokenizer, tid)
-        return entries
 
     # ---- introspection ------------------------------------------------------------------------
     def stats(self) -> EngineStats:
