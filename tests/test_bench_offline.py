@@ -268,20 +268,20 @@ def test_tachyon_backend_freezes_the_heap_for_its_runs(tiny_llama):
 
     from tachyon.bench.backends import get_backend
 
-    assert gc.get_freeze_count() == 0
+    before = gc.get_freeze_count()  # 0 on Python 3.10-3.11; 3.12's interpreter starts with ~375 objects frozen
     backend = get_backend("tachyon", BackendOptions(model=tiny_llama,
                                                     engine_args={"max_model_len": 256, "num_kv_blocks": 32}))
     backend.load()
     try:
         engine = backend.llm.engine
-        assert gc.get_freeze_count() > 1000
+        assert gc.get_freeze_count() > before + 1000
         assert not any(o is engine for o in gc.get_objects())  # frozen: in no generation the collector scans
         cycle = [engine]
         cycle.append(cycle)  # made after the freeze: scanned as usual
         assert any(o is cycle for o in gc.get_objects())
     finally:
         backend.close()
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() <= before  # 3.12's collections put its immortal objects back there
     ref = weakref.ref(engine)
     engine.self_ref = engine  # a cycle through the engine, dropped below: only the collector can free it
     del engine, cycle

@@ -218,3 +218,18 @@ def test_keep_special_tokens_reaches_the_sampling_params():
     assert build_params(req, cfg, **kw).skip_special_tokens
     assert not build_params(req, cfg, **kw, keep_special_tokens=MISTRAL.keeps_special_tokens).skip_special_tokens
     assert build_params(req, cfg, **kw, keep_special_tokens=AUTO.keeps_special_tokens).skip_special_tokens
+
+
+def test_offline_chat_sends_none_content_as_the_server_does(tiny_llama):
+    """An assistant turn of tool calls only (content None) reaches the template as "" on both paths. transformers
+    5.20 (what Python 3.10 installs) hands the template None, which renders as the text "None"; 5.25 turns it into
+    "" itself, so there this test passes with or without the fix."""
+    from transformers import AutoTokenizer
+
+    from tachyon.engine.llm import chat_prompt_ids
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    tok.chat_template = "{% for m in messages %}<{{ m.role }}>{% if m.content is none %}NONE{% endif %}{% endfor %}"
+    messages = [dict(m) for m in HISTORY]
+    assert tok.decode(chat_prompt_ids(tok, messages, add_generation_prompt=False)) == "<user><assistant><tool>"
+    assert messages[1]["content"] is None  # the caller's messages are left as they were

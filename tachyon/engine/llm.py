@@ -128,9 +128,11 @@ class LLM:
 def chat_prompt_ids(tokenizer, messages: list[dict], add_generation_prompt: bool = True,
                     chat_template: str | None = None, tools: list[dict] | None = None) -> list[int]:
     """Render a conversation with the tokenizer's chat template and tokenise it (no extra special tokens:
-    the template already holds them)."""
+    the template already holds them). A message whose content is None (an assistant turn of tool calls only)
+    reaches the template with "" as the server sends it: some transformers versions render None as "None"."""
     if not messages:
         raise ValueError("messages must not be empty")
+    messages = [dict(m, content="") if isinstance(m, dict) and m.get("content", "") is None else m for m in messages]
     extra = {"tools": tools} if tools else {}
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
                                          chat_template=chat_template, **extra)

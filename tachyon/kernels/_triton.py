@@ -2,7 +2,8 @@
 
 `HAS_TRITON` is False when Triton is missing; `triton.jit` then leaves functions undecorated and
 `tl.constexpr` is a plain annotation, so every module still imports and its reference still works.
-With a CPU-only torch build, Triton can only run under its interpreter, so TRITON_INTERPRET=1 is
+Without a usable GPU (a CPU-only torch build, or a CUDA build on a machine without one: Triton then
+finds no active driver), Triton can only run under its interpreter, so TRITON_INTERPRET=1 is
 set (unless already set) before Triton is imported: Triton reads it when it decorates a function,
 its own library included. The dispatcher never sends CPU tensors to Triton; tests call the
 `*_triton` functions directly.
@@ -13,7 +14,7 @@ from types import SimpleNamespace
 
 import torch
 
-if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 try:
