@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 MAX_LOGPROBS = 20
 MAX_LOGIT_BIAS = 300  # entries in one request's logit_bias (OpenAI's limit)
 MAX_LOGIT_BIAS_VALUE = 100.0  # |bias| (OpenAI's range)
+# repetition_penalty divides or multiplies fp32 logits: outside this range they overflow or underflow to inf / 0
+# (a penalty of 1e-300 is 0 in fp32), and one such row used to fail its whole batch
+REPETITION_PENALTY_RANGE = (0.01, 100.0)
+MAX_TOP_K = 2**31 - 1  # the sampler's int32 tensors; any larger k keeps the whole vocabulary anyway
 
 
 def _check_finite(name: str, value: float) -> None:
@@ -98,16 +102,18 @@ class SamplingParams:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            raise ValueError(f"top_k must be -1, 0 (disabled) or a positive integer, got {self.top_k!r}")
+        if not isinstance(self.top_k, int) or not 0 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be -1, 0 (disabled) or a positive integer <= {MAX_TOP_K}, "
+                             f"got {self.top_k!r}")
         if not 0 <= self.min_p <= 1:
             raise ValueError(f"min_p must be in [0, 1], got {self.min_p}")
         if not -2 <= self.presence_penalty <= 2:
             raise ValueError(f"presence_penalty must be in [-2, 2], got {self.presence_penalty}")
         if not -2 <= self.frequency_penalty <= 2:
             raise ValueError(f"frequency_penalty must be in [-2, 2], got {self.frequency_penalty}")
-        if self.repetition_penalty <= 0:
-            raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        lo, hi = REPETITION_PENALTY_RANGE
+        if not lo <= self.repetition_penalty <= hi:
+            raise ValueError(f"repetition_penalty must be in [{lo}, {hi}], got {self.repetition_penalty}")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise ValueError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}")
         if not isinstance(self.min_tokens, int) or self.min_tokens < 0:

@@ -28,6 +28,11 @@ class EngineDeadError(RuntimeError):
     """The engine thread has stopped; no request can be served."""
 
 
+class EngineStepError(RuntimeError):
+    """A step raised: every request in flight is failed with this (its cause the step's exception), the engine
+    stays up. Never a ValueError, whatever the cause: the requests' own input was validated before they ran."""
+
+
 @dataclass
 class _Stream:
     loop: asyncio.AbstractEventLoop
@@ -128,7 +133,9 @@ class AsyncEngine:
                     outs = self.engine.step()
                 except Exception as e:  # a bug in a step: fail the requests in flight, stay up
                     log.exception("engine step failed")
-                    self._fail_all(e)
+                    err = EngineStepError(f"engine step failed ({type(e).__name__})")
+                    err.__cause__ = e
+                    self._fail_all(err)
                     continue
                 self.last_step_time = time.monotonic()
                 self._stats = self.engine.stats()

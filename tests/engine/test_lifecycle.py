@@ -133,3 +133,49 @@ def test_overlap_batch_with_staggered_lengths(llm):
         del runner._launch_decode
     assert [len(o.outputs[0].token_ids) for o in outs] == lens
     assert sum(rows) == sum(n - 1 for n in lens)
+
+
+def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, monkeypatch):
+    """A step that raises mid-way (after scheduling and block allocation) fails the requests in flight with
+    EngineStepError, never a ValueError (the server would answer 400 "invalid request" to every one of them); the
+    engine stays healthy, frees every block, and the next request's tokens equal a fresh run's."""
+    from tachyon.config import EngineConfig
+    from tachyon.engine.async_engine import EngineStepError
+
+    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256))
+    runner = eng.engine.runner
+    armed = {"calls": None}
+
+    def failing(real):
+        def run(*args, **kwargs):
+            if armed["calls"] is not None:
+                armed["calls"] -= 1
+                if armed["calls"] == 0:
+                    raise ValueError("a bug inside the step")
+            return real(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(runner, "execute", failing(runner.execute))
+    monkeypatch.setattr(runner, "launch", failing(runner.launch))
+    sp = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+
+    async def run():
+        before = await _collect(eng, [5, 6, 7, 8], sp, "before")
+        armed["calls"] = 3  # mid-generation: the third step from here
+        results = await asyncio.gather(*[_collect(eng, [10 + i] * 5, sp, f"f{i}") for i in range(4)],
+                                       return_exceptions=True)
+        assert all(isinstance(r, EngineStepError) and isinstance(r.__cause__, ValueError) for r in results), results
+        armed["calls"] = None
+        for _ in range(200):
+            if eng.stats().num_running == 0 and eng.stats().num_free_blocks == eng.stats().num_total_blocks:
+                break
+            await asyncio.sleep(0.01)
+        eng.check_integrity()
+        assert eng.is_healthy()
+        after = await _collect(eng, [5, 6, 7, 8], sp, "after")
+        assert after.outputs[0].token_ids == before.outputs[0].token_ids
+
+    try:
+        asyncio.run(run())
+    finally:
+        eng.shutdown()

@@ -23,6 +23,11 @@ from tachyon import LLM, SamplingParams
     (dict(logit_bias={5: 100.5}), r"logit_bias values must be in \[-100, 100\]"),
     (dict(logit_bias={5: float("inf")}), "logit_bias must be a finite number"),
     (dict(logit_bias={i: 1.0 for i in range(301)}), "at most 300 entries"),
+    # values the sampler's fp32 / int32 tensors cannot hold: each used to fail every request of its batch
+    (dict(repetition_penalty=1e-300), r"repetition_penalty must be in \[0.01, 100.0\]"),
+    (dict(repetition_penalty=1e300), r"repetition_penalty must be in \[0.01, 100.0\]"),
+    (dict(repetition_penalty=0.0), r"repetition_penalty must be in \[0.01, 100.0\]"),
+    (dict(top_k=2**63), r"top_k must be .* <= 2147483647"),
 ])
 def test_sampling_params_reject(kwargs, match):
     with pytest.raises(ValueError, match=match):
