@@ -102,6 +102,14 @@ def _value(rng: random.Random, field: str):
 
 
 def _body(rng: random.Random) -> tuple[str, dict]:
+    r = rng.random()
+    if r < 0.1:  # the tokenizer routes: a prompt or messages in, token ids out and back
+        body = {"model": "tiny", "prompt": "hi"} if r < 0.05 else {"model": "tiny", "tokens": [5, 6]}
+        for field in rng.sample(["prompt", "messages", "add_special_tokens", "add_generation_prompt", "tokens"],
+                                rng.randint(1, 2)):
+            odd_ids = [[], [0], [49151], [49152], [-1], [2**63], list(range(3000))]
+            body[field] = rng.choice(odd_ids) if field == "tokens" and rng.random() < 0.5 else _value(rng, field)
+        return ("/tokenize" if "prompt" in body or "messages" in body else "/detokenize"), body
     chat = rng.random() < 0.55
     body: dict = {"model": "tiny", "max_tokens": 3, "temperature": rng.choice([0, 0.8])}
     if chat:
@@ -138,6 +146,8 @@ def _send(client: httpx.Client, case: int, path: str, body: dict) -> int:
         assert set(err) == {"message", "type", "param", "code"} and err["message"], (case, body, err)
     elif body.get("stream") is True:
         _check_stream(r.text, case)
+    elif path in ("/tokenize", "/detokenize"):
+        assert ("tokens" if path == "/tokenize" else "prompt") in r.json(), (case, body, r.text[:300])
     else:
         assert r.json()["choices"], (case, body, r.text[:300])
     return r.status_code
