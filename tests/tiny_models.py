@@ -16,7 +16,7 @@ import torch
 from filelock import FileLock
 
 CACHE = Path(os.environ.get("TACHYON_TEST_CACHE", Path.home() / ".cache" / "tachyon" / "test-models"))
-VERSION = "v1"
+VERSION = "v2"  # v2: the tokenizer through tachyon.models.gguf.write_tokenizer
 
 ARCHS = ("llama", "qwen2", "qwen3")
 
@@ -43,11 +43,9 @@ def _tokenizer_dir() -> Path:
 
 
 def _write_tokenizer(out: Path) -> None:
-    from transformers import AutoTokenizer
+    from tachyon.models.gguf import write_tokenizer
 
-    p = Path(smollm2_gguf_path())
-    tok = AutoTokenizer.from_pretrained(str(p.parent), gguf_file=p.name)
-    tok.save_pretrained(str(out))
+    write_tokenizer(smollm2_gguf_path(), out)  # special tokens from the file (transformers 5.17 got eos wrong)
 
 
 def _config(arch: str):

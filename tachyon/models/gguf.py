@@ -27,7 +27,7 @@ import numpy as np
 
 from tachyon.models import gguf_config
 
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"  # 2: special tokens from the file's metadata
 DEFAULT_CACHE_ROOT = Path.home() / ".cache" / "tachyon" / "gguf"
 _SHARD_BYTES = 4 << 30  # fp32 bytes per safetensors shard
 
@@ -60,7 +60,7 @@ def gguf_to_hf_dir(path: str, cache_dir: str | None = None) -> str:
         _write_json(tmp / "config.json", config)
         _write_json(tmp / "generation_config.json", gguf_config.generation_config(reader, config))
         if "tokenizer.ggml.model" in reader.fields:
-            _write_tokenizer(src, tmp)
+            _write_tokenizer(src, tmp, gguf_config.special_token_ids(reader))
         del reader  # release the memory map before publishing
         _publish(tmp, out)
     finally:
@@ -205,8 +205,16 @@ def _write_weights(reader, arch: str, config: dict[str, Any], src: Path, out: Pa
 # -------------------------------------------------------------------------------------- tokenizer
 
 
-def _write_tokenizer(src: Path, out: Path) -> None:
-    """Tokenizer files and chat template via transformers' GGUF tokenizer conversion."""
+def write_tokenizer(path: str | Path, out: str | Path) -> None:
+    """The tokenizer files of the GGUF file at `path` (as `convert` writes them) into the directory `out`."""
+    src = Path(path).expanduser().resolve()
+    _write_tokenizer(src, Path(out), gguf_config.special_token_ids(_open_reader(src)))
+
+
+def _write_tokenizer(src: Path, out: Path, special: dict[str, int]) -> None:
+    """Tokenizer files and chat template via transformers' GGUF tokenizer conversion, with the special tokens
+    (`special`: attribute -> id) the file names: transformers 5.17's conversion made SmolLM2's eos <|im_start|>
+    (id 1) where the file says 2, <|im_end|>, so structured outputs and chat ended on the wrong token."""
     from transformers import AutoTokenizer
 
     # A private directory holding only a link to the file, so nothing else beside the GGUF
@@ -221,6 +229,9 @@ def _write_tokenizer(src: Path, out: Path) -> None:
             tokenizer = AutoTokenizer.from_pretrained(d, gguf_file=link.name)
         except Exception as e:
             raise ValueError(f"GGUF file {src}: tokenizer conversion failed: {type(e).__name__}: {e}") from e
+        for attr, token_id in special.items():
+            if 0 <= token_id < len(tokenizer):
+                setattr(tokenizer, attr, tokenizer.convert_ids_to_tokens(token_id))
         tokenizer.save_pretrained(str(out))
     with contextlib.suppress(FileNotFoundError):  # drop what only describes this conversion run
         cfg_path = out / "tokenizer_config.json"

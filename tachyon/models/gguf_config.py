@@ -26,6 +26,17 @@ def _meta(reader, key: str, default: Any = None) -> Any:
     return default if field is None else field.contents()
 
 
+def special_token_ids(reader) -> dict[str, int]:
+    """The tokenizer's special tokens as the GGUF file names them: attribute (`eos_token`, ...) -> token id."""
+    out = {}
+    for attr, key in (("bos_token", "bos_token_id"), ("eos_token", "eos_token_id"), ("pad_token", "padding_token_id"),
+                      ("unk_token", "unknown_token_id")):
+        value = _meta(reader, f"tokenizer.ggml.{key}")
+        if value is not None:
+            out[attr] = int(value)
+    return out
+
+
 def _f32(value: Any) -> float:
     """A float32 metadata value as its shortest decimal (1e-05, not 9.999999747378752e-06)."""
     return float(str(np.float32(value)))

@@ -135,14 +135,16 @@ def test_overlap_batch_with_staggered_lengths(llm):
     assert sum(rows) == sum(n - 1 for n in lens)
 
 
-def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, monkeypatch):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, monkeypatch, overlap):
     """A step that raises mid-way (after scheduling and block allocation) fails the requests in flight with
     EngineStepError, never a ValueError (the server would answer 400 "invalid request" to every one of them); the
     engine stays healthy, frees every block, and the next request's tokens equal a fresh run's."""
     from tachyon.config import EngineConfig
     from tachyon.engine.async_engine import EngineStepError
 
-    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256))
+    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256,
+                                   overlap_scheduling=overlap))
     runner = eng.engine.runner
     armed = {"calls": None}
 
@@ -174,6 +176,7 @@ def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, mon
         assert eng.is_healthy()
         after = await _collect(eng, [5, 6, 7, 8], sp, "after")
         assert after.outputs[0].token_ids == before.outputs[0].token_ids
+        assert not overlap or runner.num_launched > 0  # the overlapped run failed in a launched step
 
     try:
         asyncio.run(run())
