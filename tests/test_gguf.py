@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from unittest import mock
@@ -154,6 +155,13 @@ def test_cache_key_follows_mtime_and_crash_leaves_nothing(tmp_path, tiny_qwen3):
     os.utime(src, ns=(time.time_ns(), time.time_ns() + 10**9))
     second = gguf_to_hf_dir(str(src), cache_dir=str(cache))
     assert first != second and Path(second, "config.json").is_file()
+    # the stale conversion (the file's earlier mtime) is gone; another path's conversion of the same name stays
+    assert [p.name for p in cache.iterdir()] == [Path(second).name]
+    other = tmp_path / "elsewhere" / "q3.gguf"
+    other.parent.mkdir()
+    shutil.copyfile(src, other)
+    third = gguf_to_hf_dir(str(other), cache_dir=str(cache))
+    assert sorted(p.name for p in cache.iterdir()) == sorted([Path(second).name, Path(third).name])
 
 
 # ------------------------------------------------------------------------------------- errors

@@ -29,6 +29,7 @@ from tachyon.models import gguf_config
 
 CONVERTER_VERSION = "2"  # 2: special tokens from the file's metadata
 DEFAULT_CACHE_ROOT = Path.home() / ".cache" / "tachyon" / "gguf"
+SOURCE_FILE = "tachyon_source.json"  # in each conversion: the GGUF path it was made from (for pruning)
 _SHARD_BYTES = 4 << 30  # fp32 bytes per safetensors shard
 
 
@@ -61,10 +62,12 @@ def gguf_to_hf_dir(path: str, cache_dir: str | None = None) -> str:
         _write_json(tmp / "generation_config.json", gguf_config.generation_config(reader, config))
         if "tokenizer.ggml.model" in reader.fields:
             _write_tokenizer(src, tmp, gguf_config.special_token_ids(reader))
+        _write_json(tmp / SOURCE_FILE, {"path": str(src)})
         del reader  # release the memory map before publishing
         _publish(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _prune_stale(root, src, keep=out)
     return str(out)
 
 
@@ -75,6 +78,20 @@ def _cache_key(src: Path) -> str:
     st = src.stat()
     ident = f"{src}\0{st.st_size}\0{st.st_mtime_ns}\0{CONVERTER_VERSION}"
     return f"{src.stem}-{hashlib.sha256(ident.encode()).hexdigest()[:16]}"
+
+
+def _prune_stale(root: Path, src: Path, keep: Path) -> None:
+    """Remove the conversions of `src`'s path other than `keep`: made from an earlier size or mtime of the file,
+    or by an earlier CONVERTER_VERSION, none of which a later call can return (each is ~4 bytes a parameter).
+    Conversions of other paths are kept, and so are those of converters that wrote no SOURCE_FILE. A process
+    that loaded a removed directory keeps its open files."""
+    for entry in root.glob(f"{src.stem}-*/{SOURCE_FILE}"):
+        d = entry.parent
+        if d == keep:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(entry.read_text(encoding="utf-8")).get("path") == str(src):
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def _publish(tmp: Path, out: Path) -> None:
