@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import numbers
 import random
 import threading
 import time
@@ -42,6 +43,23 @@ class EngineStats:
     prefix_cache_queries: int = 0  # tokens of requests admitted with prefix caching on
     prefix_cache_hits: int = 0  # of those, tokens found in the cache (not recomputed)
     prefix_cache_waits: int = 0  # admissions held back a step for a shared prefix another request was computing
+
+
+def token_id_list(prompt: object) -> list[int] | None:
+    """`prompt` as a list of Python ints if it is a list or tuple of integers (numpy's too, not bools) or a 1-D
+    integer numpy array or torch tensor; else None."""
+    if isinstance(prompt, torch.Tensor) or type(prompt).__module__ == "numpy":
+        if getattr(prompt, "ndim", None) != 1 or str(prompt.dtype).split(".")[-1] not in _INT_DTYPES:
+            return None
+        return [int(t) for t in prompt.tolist()]
+    if not isinstance(prompt, (list, tuple)):
+        return None
+    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
+        return None
+    return [int(t) for t in prompt]
+
+
+_INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
 class LLMEngine:
@@ -215,9 +233,11 @@ class LLMEngine:
             if self.tokenizer is None:
                 raise ValueError("this model has no tokenizer: pass prompt_token_ids")
             return prompt, self.tokenizer.encode(prompt, add_special_tokens=True) if prompt else []
-        if not isinstance(prompt, (list, tuple)) or not all(isinstance(t, int) for t in prompt):
-            raise ValueError("prompt must be a string or a list of token ids (ints)")
-        return None, list(prompt)
+        ids = token_id_list(prompt)
+        if ids is None:
+            raise ValueError("prompt must be a string or a list of token ids (ints; a 1-D integer array or tensor "
+                             "also does)")
+        return None, ids
 
     def abort(self, request_id: str) -> bool:
         """Finish a request now and free its blocks. Idempotent; True if it was live."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tachyon.config import EngineConfig
-from tachyon.engine.engine import LLMEngine
+from tachyon.engine.engine import LLMEngine, token_id_list
 from tachyon.sampling import RequestOutput, SamplingParams
 
 Prompt = str | list[int] | dict
@@ -60,11 +60,11 @@ class LLM:
     def generate(self, prompts: Prompt | Sequence[Prompt],
                  sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
                  use_tqdm: bool = True) -> list[RequestOutput]:
-        """Prompts: a string, a token-id list, {"prompt_token_ids": [...]} / {"prompt": "..."}, or a list of
-        those. Returns one finished RequestOutput per prompt, in input order."""
-        if isinstance(prompts, (str, dict)) or (isinstance(prompts, list) and prompts
-                                                 and isinstance(prompts[0], int)):
-            prompts = [prompts]
+        """Prompts: a string, token ids (a list or tuple of ints, or a 1-D integer numpy array / torch tensor),
+        {"prompt_token_ids": ...} / {"prompt": "..."}, or a list of those (a 2-D array: one prompt a row).
+        Returns one finished RequestOutput per prompt, in input order."""
+        if isinstance(prompts, (str, dict)) or token_id_list(prompts) is not None and len(prompts) > 0:
+            prompts = [prompts]  # one prompt (a 2-D array or tensor is a batch of rows: iterated below)
         prompts = [_unwrap(p) for p in prompts]
         if sampling_params is None or isinstance(sampling_params, SamplingParams):
             params = [sampling_params or SamplingParams()] * len(prompts)

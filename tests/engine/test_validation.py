@@ -100,3 +100,25 @@ def test_hf_config_overrides_apply(tiny_llama):
     assert llm.engine.max_model_len == 128
     with pytest.raises(ValueError, match="exceeds the model's limit of 128"):
         LLM(tiny_llama, device="cpu", max_model_len=256, hf_config_overrides={"max_position_embeddings": 128})
+
+
+def test_prompt_token_ids_as_arrays_tensors_and_tuples(llm):
+    """Token ids may come as a tuple, numpy ints, a 1-D integer numpy array or torch tensor (alone, in a list, in a
+    prompt dict, or as the rows of a 2-D one): the same tokens as the plain list. Floats, bools and other shapes
+    are refused naming the prompt."""
+    import numpy as np
+    import torch
+
+    sp = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
+    ids = [5, 6, 7, 8]
+    want = llm.generate([ids], sp, use_tqdm=False)[0].outputs[0].token_ids
+    forms = [tuple(ids), np.array(ids), torch.tensor(ids, dtype=torch.int32), [np.int64(t) for t in ids],
+             {"prompt_token_ids": np.array(ids)}]
+    for form in forms:
+        assert llm.generate(form, sp, use_tqdm=False)[0].outputs[0].token_ids == want, type(form)
+        assert llm.generate([form], sp, use_tqdm=False)[0].outputs[0].token_ids == want, type(form)
+    rows = llm.generate(np.array([ids, ids]), sp, use_tqdm=False)
+    assert [o.outputs[0].token_ids for o in rows] == [want, want]
+    for bad in ([[5.0, 6.0]], [[True, False]], [np.array([5.0, 6.0])], [torch.tensor([[5, 6]])], [[[5]]]):
+        with pytest.raises(ValueError, match="prompt must be a string or a list of token ids"):
+            llm.generate(bad, sp, use_tqdm=False)
