@@ -124,3 +124,8 @@ class EngineConfig:
         if self.dtype == "auto":
             return torch.bfloat16 if self.resolved_device().type == "cuda" else torch.float32
         return _DTYPES[self.dtype]
+
+
+OVERLAP_CHOICES = {"auto": None, "on": True, "off": False}  # --overlap-scheduling -> EngineConfig.overlap_scheduling
+OVERLAP_HELP = ("prepare step N+1 on the host while step N runs on the device: auto (on for CUDA, off on the CPU), "
+                "on, or off (every step synchronous, for comparison)")

@@ -210,6 +210,29 @@ def test_cli_flags(tmp_path):
     assert cfg.models[0].engine_args["model"] == "/m" and cfg.rate_limit == "60/minute"
 
 
+def test_overlap_switch_on_both_clis():
+    """--overlap-scheduling off / on / auto reaches EngineConfig as False / True / None (auto: the device decides),
+    from `tachyon serve` and from generate / chat / demo."""
+    from tachyon.config import EngineConfig
+    from tachyon.engine.cli import add_engine_args, engine_kwargs
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    serve = {v: build_config(parser.parse_args(["serve", "/m", "--overlap-scheduling", v])).models[0].engine_args
+             for v in ("off", "on", "auto")}
+    assert serve["off"]["overlap_scheduling"] is False and serve["on"]["overlap_scheduling"] is True
+    assert "overlap_scheduling" not in serve["auto"]
+    assert "overlap_scheduling" not in build_config(parser.parse_args(["serve", "/m"])).models[0].engine_args
+    offline = argparse.ArgumentParser()
+    add_engine_args(offline)
+    for value, want in (("off", False), ("on", True), ("auto", None)):
+        kw = engine_kwargs(offline.parse_args(["--overlap-scheduling", value]))
+        assert EngineConfig.from_kwargs(**kw).overlap_scheduling is want
+    assert engine_kwargs(offline.parse_args([]))["overlap_scheduling"] is None
+    with pytest.raises(SystemExit):
+        offline.parse_args(["--overlap-scheduling", "maybe"])
+
+
 def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
     """`tachyon serve` loads every model, then freezes the heap, then serves: the engines' objects are out of the
     collector's scans while requests run."""

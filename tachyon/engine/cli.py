@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from tachyon.config import OVERLAP_CHOICES, OVERLAP_HELP
 from tachyon.engine.llm import OFFLINE_MAX_NUM_BATCHED_TOKENS, chat_prompt_ids
 from tachyon.sampling import SamplingParams
 
@@ -50,6 +51,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
     p.add_argument("--enable-prefix-caching", action="store_true",
                    help="share the KV of leading full blocks that earlier requests computed instead of recomputing it")
+    p.add_argument("--overlap-scheduling", default="auto", choices=sorted(OVERLAP_CHOICES), help=OVERLAP_HELP)
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -62,7 +64,8 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
               prefill_graph_max_tokens=args.prefill_graph_max_tokens,
               mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
               quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
-              enable_prefix_caching=args.enable_prefix_caching)
+              enable_prefix_caching=args.enable_prefix_caching,
+              overlap_scheduling=OVERLAP_CHOICES[args.overlap_scheduling])
     if args.max_num_batched_tokens is not None:
         kw["max_num_batched_tokens"] = args.max_num_batched_tokens
     if args.scheduling_policy is not None:

@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+from tachyon.config import OVERLAP_CHOICES, OVERLAP_HELP
 from tachyon.serving.config import ModelEntry, ServerConfig, hash_key, load_models_yaml, read_key_file
 from tachyon.serving.tool_parsers import PARSERS
 
@@ -65,6 +66,7 @@ def register(subparsers: Any) -> None:
                         "(0: eager; default 1024)")
     m.add_argument("--quantization", default=None, choices=["fp8"],
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
+    m.add_argument("--overlap-scheduling", default=None, choices=sorted(OVERLAP_CHOICES), help=OVERLAP_HELP)
     m.add_argument("--kv-cache-dtype", default=None, choices=["auto", "fp8"],
                    help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
     s = p.add_argument_group("HTTP server and guards")
@@ -102,6 +104,8 @@ def _entries(args: argparse.Namespace) -> list[ModelEntry]:
     for flag in ("enforce_eager", "enable_prefix_caching"):
         if getattr(args, flag):
             engine[flag] = True
+    if args.overlap_scheduling not in (None, "auto"):
+        engine["overlap_scheduling"] = OVERLAP_CHOICES[args.overlap_scheduling]
     if args.config:
         return load_models_yaml(args.config, engine)
     model = args.model or args.model_tag
