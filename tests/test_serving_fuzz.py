@@ -2,8 +2,10 @@
 hang; streams end with [DONE]; the server logs no traceback; and afterwards it is idle with every KV block free
 (no request leaked) and still serves.
 
-The bodies start from a valid chat or completions request and change 1-4 fields to values drawn from pools of
-wrong types, edge numbers, odd strings and odd structures (seeded: a failure names its case and reproduces).
+The bodies start from a valid chat, completions, tokenize or detokenize request and change 1-4 fields to values
+drawn from pools of wrong types, edge numbers, odd strings and odd structures, or from each field's own edges
+(EDGES: in range, just out of it, and the two values that used to fail a whole batch). Seeded: a failure names its
+case and reproduces.
 """
 
 from __future__ import annotations
