@@ -132,6 +132,18 @@ def test_bad_input(server, name, path, body, raw, status):
         assert err["param"] == field and field.split("_")[0] in err["message"], err
 
 
+def test_invalid_json_says_where_and_why(server):
+    """A body the JSON parser refuses is a 400 naming the position; nesting past its limit says so (a 300-deep
+    schema is valid JSON, so "not valid JSON" alone would mislead)."""
+    r, _ = _post(server, CHAT, content=b'{"model": "tiny", "messages": [')
+    assert "line 1 column" in assert_error_shape(r, 400)["message"]
+    deep = b'{"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "guided_json": ' + \
+        b'{"items": ' * 300 + b'{}' + b'}' * 300 + b'}'
+    r, _ = _post(server, CHAT, content=deep)
+    err = assert_error_shape(r, 400)
+    assert err["code"] == "invalid_json" and "nest at most" in err["message"], err
+
+
 def test_auth(server):
     r, dt = _post(server, CHAT, json_body={"model": "tiny", "messages": MSGS}, key=None)
     assert assert_error_shape(r, 401)["type"] == "authentication_error" and dt < 1

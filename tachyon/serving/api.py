@@ -144,8 +144,11 @@ async def parse_body(request: Request, model: type[M], timeout: float = 60.0) ->
         return parse()
     except ValidationError as e:
         errs = e.errors(include_input=False, include_url=False)
-        if errs and errs[0].get("type") == "json_invalid":
-            raise APIError(400, "The request body is not valid JSON.", code="invalid_json") from None
+        if errs and errs[0].get("type") == "json_invalid":  # where and why, e.g. nesting past the parser's limit
+            detail = str(errs[0].get("msg", "")).removeprefix("Invalid JSON: ")[:200]
+            if "recursion limit" in detail:
+                detail += " (values nest at most ~200 levels deep)"
+            raise APIError(400, f"The request body is not valid JSON: {detail}.", code="invalid_json") from None
         if errs and errs[0].get("type") == "model_type":
             raise APIError(400, "The request body must be a JSON object.", code="invalid_json") from None
         msg, param = validation_message(errs)
