@@ -17,6 +17,7 @@ _REGISTRARS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tachyon", description="Tachyon: fast LLM inference")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     for mod_name in _REGISTRARS:
         try:
@@ -27,6 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         mod.register(sub)
     return parser
+
+
+def _version() -> str:
+    """`tachyon X (torch Y, triton Z or none, Python W)`: what a bug report needs first."""
+    import platform
+
+    import torch
+
+    from tachyon import __version__
+
+    try:
+        import triton
+
+        tv = triton.__version__
+    except ImportError:
+        tv = "none"
+    return f"tachyon {__version__} (torch {torch.__version__}, triton {tv}, Python {platform.python_version()})"
 
 
 def main(argv: list[str] | None = None) -> int:

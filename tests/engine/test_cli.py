@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tachyon import LLM, SamplingParams
 
 
@@ -34,3 +36,20 @@ def test_chat_streams_a_reply_and_exits(tiny_llama):
 def test_bad_model_path_is_a_clear_error():
     r = _tachyon("generate", "--model", "/no/such/model", "--prompt", "x")
     assert r.returncode == 2 and "error: model path" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_version_names_the_stack(capsys):
+    """`tachyon --version`: Tachyon's, torch's, triton's and Python's versions, exit 0."""
+    import platform
+
+    import torch
+
+    import tachyon
+    from tachyon.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"tachyon {tachyon.__version__} (torch {torch.__version__}, triton ")
+    assert f"Python {platform.python_version()})" in out
