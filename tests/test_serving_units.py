@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import time
 
 import pytest
 
@@ -247,7 +248,8 @@ def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
         engines.append(HangingEngine())
         return _model(engines[-1])
 
-    def fake_serve(state):
+    def fake_serve(state, sock):
+        sock.close()  # serve owns the listening socket run() bound
         seen["frozen"] = gc.get_freeze_count()
         seen["engine_scanned"] = any(o is engines[0] for o in gc.get_objects())
         return 0
@@ -257,7 +259,37 @@ def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
     try:
-        assert cli.run(parser.parse_args(["serve", "/m"])) == 0
+        assert cli.run(parser.parse_args(["serve", "/m", "--port", "0"])) == 0
     finally:
         gc.unfreeze()
     assert seen["frozen"] > 0 and not seen["engine_scanned"]
+
+
+def test_a_taken_port_fails_before_any_model_loads(monkeypatch):
+    """`tachyon serve` binds its port before loading models: a taken port (or one past 65535) is a one-line error
+    naming the address in well under a second, not a traceback after the model's whole start-up."""
+    import socket
+
+    import tachyon.serving.registry as registry
+    from tachyon.cli import main
+
+    def no_load(*_a, **_k):
+        raise AssertionError("a model was loaded before the port was checked")
+
+    monkeypatch.setattr(registry, "build_served_model", no_load)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match=rf"cannot listen on 127\.0\.0\.1:{port}"):
+            run_serve(["serve", "/m", "--port", str(port)])
+        assert time.monotonic() - t0 < 1.0
+    assert main(["serve", "/m", "--port", "99999"]) == 2  # the CLI's one-line error, exit 2
+
+
+def run_serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)

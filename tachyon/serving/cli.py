@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from tachyon.engine.heap import freeze_heap
     from tachyon.serving.registry import ModelRegistry, build_served_model
     from tachyon.serving.reqlog import configure_logging
-    from tachyon.serving.server import serve
+    from tachyon.serving.server import listen_socket, serve
     from tachyon.serving.state import ServerState
 
     args.api_key = list(args.api_key or [])
@@ -158,14 +158,19 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("tachyon.serving")
     if config.host not in ("127.0.0.1", "localhost", "::1") and not config.api_key_hashes:
         log.warning("binding beyond loopback without API keys: anyone who can reach the port can use it")
-    created = int(time.time())
-    models = []
-    for entry in config.models:
-        log.info("loading model", extra={"model": entry.name})
-        models.append(build_served_model(entry, created))
-    frozen = freeze_heap()  # later collections skip the start-up heap (engine.heap)
-    log.info("start-up heap frozen", extra={"objects": frozen})
-    return serve(ServerState.build(config, ModelRegistry(models)))
+    sock = listen_socket(config.host, config.port)  # before the models load: a taken port fails at once
+    try:
+        created = int(time.time())
+        models = []
+        for entry in config.models:
+            log.info("loading model", extra={"model": entry.name})
+            models.append(build_served_model(entry, created))
+        frozen = freeze_heap()  # later collections skip the start-up heap (engine.heap)
+        log.info("start-up heap frozen", extra={"objects": frozen})
+    except BaseException:
+        sock.close()
+        raise
+    return serve(ServerState.build(config, ModelRegistry(models)), sock)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,6 +73,8 @@ class ServerConfig:
                              f"{self.tool_call_parser!r}")
         if not self.models:
             raise ValueError("at least one model must be served")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
         names = [n for m in self.models for n in m.names]
         if len(set(names)) != len(names):
             raise ValueError(f"served model names must be unique, got {names}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import sys
 from types import FrameType
 
@@ -67,8 +68,29 @@ class DrainingServer(uvicorn.Server):
         self.should_exit = True
 
 
-def serve(state: ServerState) -> int:
-    """Serve until drained; engines are shut down on the way out. Returns the exit code."""
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port), as uvicorn would bind it (SO_REUSEADDR; port 0 picks a free one). Bound
+    before the models load, so a taken port or a bad host fails in a second, not after a model's start-up.
+    Raises ValueError naming the address."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, OverflowError) as e:
+        raise ValueError(f"--host / --port: cannot resolve {host}:{port}: {e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as e:
+        sock.close()
+        raise ValueError(f"--host / --port: cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(state: ServerState, sock: socket.socket | None = None) -> int:
+    """Serve until drained (on `sock` if given, a socket from listen_socket that serve then owns); engines are
+    shut down on the way out. Returns the exit code."""
     cfg = state.config
     config = uvicorn.Config(
         create_app(state),
@@ -86,9 +108,11 @@ def serve(state: ServerState) -> int:
     )
     server = DrainingServer(config, state)
     try:
-        server.run()
+        server.run(sockets=[sock] if sock is not None else None)
     finally:
         state.registry.shutdown()
+        if sock is not None:
+            sock.close()
     return 0 if server.started else 1
 
 
