@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import time
 
 import pytest
 
@@ -267,7 +266,7 @@ def test_serve_freezes_the_heap_once_its_models_are_loaded(monkeypatch):
 
 def test_a_taken_port_fails_before_any_model_loads(monkeypatch):
     """`tachyon serve` binds its port before loading models: a taken port (or one past 65535) is a one-line error
-    naming the address in well under a second, not a traceback after the model's whole start-up."""
+    naming the address before any model loads, not a uvicorn error after the model's whole start-up."""
     import socket
 
     import tachyon.serving.registry as registry
@@ -281,10 +280,8 @@ def test_a_taken_port_fails_before_any_model_loads(monkeypatch):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        t0 = time.monotonic()
         with pytest.raises(ValueError, match=rf"cannot listen on 127\.0\.0\.1:{port}"):
-            run_serve(["serve", "/m", "--port", str(port)])
-        assert time.monotonic() - t0 < 1.0
+            run_serve(["serve", "/m", "--port", str(port)])  # no_load: it fails before any model loads
     assert main(["serve", "/m", "--port", "99999"]) == 2  # the CLI's one-line error, exit 2
 
 
