@@ -72,18 +72,15 @@ def listen_socket(host: str, port: int) -> socket.socket:
     """A socket bound to (host, port), as uvicorn would bind it (SO_REUSEADDR; port 0 picks a free one). Bound
     before the models load, so a taken port or a bad host fails in a second, not after a model's start-up.
     Raises ValueError naming the address."""
-    try:
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                          flags=socket.AI_PASSIVE)[0]
-        sock = socket.socket(family, kind, proto)
-    except (OSError, OverflowError) as e:
-        raise ValueError(f"--host / --port: cannot resolve {host}:{port}: {e}") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # uvicorn's rule ("localhost" is IPv4)
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-    except OSError as e:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as e:
         sock.close()
-        raise ValueError(f"--host / --port: cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise ValueError(f"--host / --port: cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e}") \
+            from None
     sock.set_inheritable(True)
     return sock
 
