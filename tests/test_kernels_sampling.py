@@ -244,8 +244,9 @@ def test_launched_redraw_never_waits_for_the_stream():
     masked = logits.clone()
     apply_bitmask(masked, [1, 2], bitmask)
     torch.cuda.synchronize()
+    drawn = torch.tensor([0, 1], device="cuda")  # the warm-up's rows: out[3] is still -1, not a token
+    logprobs_on_device(logits.index_select(0, drawn), out.index_select(0, drawn), 3)  # warm-up
     idx = torch.tensor([0, 3], device="cuda")
-    logprobs_on_device(logits.index_select(0, idx), out.index_select(0, idx), 3)  # warm-up
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:

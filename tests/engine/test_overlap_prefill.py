@@ -7,6 +7,7 @@ import pytest
 
 from tachyon import LLM, SamplingParams
 from tachyon.config import EngineConfig
+from tachyon.engine import sampler
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +43,17 @@ def test_seeded_sampling_equals_synchronous_engine(pair):
     assert sync.engine.runner.num_prefills_launched == 0
 
 
-@pytest.mark.parametrize("kw,launched", [(dict(logprobs=2), True), (dict(prompt_logprobs=1), False),
-                                         (dict(repetition_penalty=1.3), False), (dict(min_tokens=2), False),
-                                         (dict(logit_bias={77: 100.0}), False)])
-def test_host_side_sampling_in_a_prefill(pair, kw, launched):
-    """Prompt logprobs, and (by default, sampler.LAUNCHED_REDRAWS) logit biases, penalties and min_tokens bans keep
-    a prefill synchronous; logprobs are computed on the device by finish_launch, so such a prefill is launched.
-    Either way its tokens and logprobs equal the synchronous engine's."""
+@pytest.mark.parametrize("mode", ["all", "structured"])
+@pytest.mark.parametrize("kw,redrawn", [(dict(logprobs=2), None), (dict(prompt_logprobs=1), None),
+                                        (dict(repetition_penalty=1.3), True), (dict(min_tokens=2), True),
+                                        (dict(logit_bias={77: 100.0}), True)])
+def test_host_side_sampling_in_a_prefill(pair, monkeypatch, mode, kw, redrawn):
+    """Prompt logprobs keep a prefill synchronous; logprobs are computed on the device by finish_launch, so such a
+    prefill is launched. Logit biases, penalties and min_tokens bans launch it under sampler.LAUNCHED_REDRAWS "all"
+    (the default: redrawn on the device) and keep it synchronous under "structured". Either way its tokens and
+    logprobs equal the synchronous engine's."""
+    monkeypatch.setattr(sampler, "LAUNCHED_REDRAWS", mode)
+    launched = "logprobs" in kw if redrawn is None else mode == "all"
     over, sync = pair
     prompts = _prompts(2, seed=2)
     sp = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True, **kw)
