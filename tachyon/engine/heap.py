@@ -22,16 +22,11 @@ def freeze_heap() -> int:
     generation (`gc.freeze`). Returns how many objects are frozen now. The heap is unfrozen at interpreter exit:
     frozen objects are never collected, and Triton's nanobind bindings then print a ~30-line "leaked" report on
     every shutdown."""
-    global _UNFREEZE_AT_EXIT
     gc.collect()
     gc.freeze()
-    if not _UNFREEZE_AT_EXIT:
-        atexit.register(unfreeze_heap)
-        _UNFREEZE_AT_EXIT = True
+    atexit.unregister(unfreeze_heap)  # registered once, however often the heap is frozen
+    atexit.register(unfreeze_heap)
     return gc.get_freeze_count()
-
-
-_UNFREEZE_AT_EXIT = False
 
 
 def unfreeze_heap() -> None:

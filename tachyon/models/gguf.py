@@ -15,6 +15,7 @@ Supported GGUF architectures: llama (Llama 2/3, SmolLM2, Mistral stored as llama
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -85,7 +86,7 @@ def _prune_stale(root: Path, src: Path, keep: Path) -> None:
     or by an earlier CONVERTER_VERSION, none of which a later call can return (each is ~4 bytes a parameter).
     Conversions of other paths are kept, and so are those of converters that wrote no SOURCE_FILE. A process
     that loaded a removed directory keeps its open files."""
-    for entry in root.glob(f"{src.stem}-*/{SOURCE_FILE}"):
+    for entry in root.glob(f"{glob.escape(src.stem)}-*/{SOURCE_FILE}"):
         d = entry.parent
         if d == keep:
             continue
