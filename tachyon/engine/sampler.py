@@ -200,10 +200,10 @@ def reshapes_logits(p: SamplingParams) -> bool:
     return bool(p.logit_bias) or p.structured_outputs is not None or _penalised(p)
 
 
-# which rows the overlap engine launches and redraws (redrawn_when_launched): "structured" (the default: only
-# grammar rows) or "all" (logit-biased, penalised and min_tokens rows too; faster on the H200 at stop 52, but see
-# redrawn_when_launched for why it is not the default yet); read when this module is imported, or set here
-LAUNCHED_REDRAWS = os.environ.get("TACHYON_LAUNCHED_REDRAWS", "structured")
+# which rows the overlap engine launches and redraws (redrawn_when_launched): "all" (the default: logit-biased,
+# penalised and min_tokens rows as well as grammar rows) or "structured" (grammar rows only; the others run
+# synchronously); read when this module is imported, or set here
+LAUNCHED_REDRAWS = os.environ.get("TACHYON_LAUNCHED_REDRAWS", "all")
 if LAUNCHED_REDRAWS not in ("structured", "all"):
     raise ValueError(f"TACHYON_LAUNCHED_REDRAWS={LAUNCHED_REDRAWS!r}: expected 'structured' or 'all'")
 
@@ -211,14 +211,14 @@ if LAUNCHED_REDRAWS not in ("structured", "all"):
 def redrawn_when_launched(r: Request) -> bool:
     """Whether the overlap engine launches a step holding this row, whose draw changes its logits first
     (needs_host_logits, counted with its pending tokens), and redraws the row on the device once the previous
-    step's tokens are processed (ModelRunner.finish_launch): structured-output rows without a logit bias,
-    penalties or a min_tokens ban (LAUNCHED_REDRAWS "all": every such row). On the H200 (7B, stop 52,
-    benchmarks/results/session43/s51a/, two ABAB rounds) launching biased and penalised rows too cut their TPOT
-    at b64 from 5.35-5.84 to 4.89 ms (bias) and 5.47-5.84 to 4.93 (penalties), at b16 from 4.57-4.82 to
-    4.34-4.37, at b1 from 3.86-3.89 to 3.64-3.66, against 4.67 / 4.25 / 3.60 for plain rows; JSON rows were
-    level. Not the default yet: on the CPU, a sampled logit-biased row batched with JSON and plain rows
-    (test_overlap_prefill's structured test, under "all") drew a different 19th token than the synchronous
-    engine; whether that is a near-tie of the random test model or a bug is not settled."""
+    step's tokens are processed (ModelRunner.finish_launch). "all" (the default): every such row. "structured":
+    structured-output rows without a logit bias, penalties or a min_tokens ban; the rest keep their step
+    synchronous. On the H200 (7B, stop 52, benchmarks/results/session43/s51a/, two ABAB rounds) launching biased
+    and penalised rows cut their TPOT at b64 from 5.35-5.84 to 4.89 ms (bias) and 5.47-5.84 to 4.93 (penalties),
+    at b16 from 4.57-4.82 to 4.34-4.37, at b1 from 3.86-3.89 to 3.64-3.66, against 4.67 / 4.25 / 3.60 for plain
+    rows; JSON rows were level. A launched step may run rows that have just finished (the engine learns it a step
+    late), so the logits of the others can differ from the synchronous engine's in the last bits (another GEMM
+    shape), and a sampled near-tie can then go the other way (stop 53: a 7.5e-7 gap on the tiny test model)."""
     if LAUNCHED_REDRAWS == "all":
         return True
     p = r.params
