@@ -1,5 +1,5 @@
 """The attention kernels over a bf16 and an e4m3 (kv_cache_dtype="fp8") cache, the same batches side by side,
-each against its own byte floor (run_all.py's rows, timing and table).
+each against its own byte floor (run_all.py's rows, timing and table: harness.py, bench_attention.py).
 
 GPU:  python3 benchmarks/kernels/attn_kv_fp8.py --out $OUT
 CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke   (Triton interpreter, tiny shapes, no timing)
@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run_all as R  # noqa: E402  (reads --smoke from sys.argv at import, as run_all itself does)
-import torch  # noqa: E402
+import harness as H  # (reads --smoke from sys.argv at import, as run_all.py does)
+import torch
+from bench_attention import b_attention
+from timing import env, markdown
 
 
 def main() -> None:
@@ -22,21 +24,21 @@ def main() -> None:
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
     args = ap.parse_args()
-    if not R.SMOKE and not torch.cuda.is_available():
+    if not H.SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
-    gen = torch.Generator(device=R.DEV).manual_seed(0)
+    gen = torch.Generator(device=H.DEV).manual_seed(0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    R.PARTIAL.append(out / "kernels_partial.json")
-    cases = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not R.SMOKE else [3])
-             for ctx in ([512, 2048] if not R.SMOKE else [40])]
-    cases += [("prefill 1x2048", [(0, 2048)] if not R.SMOKE else [(0, 37)]),
-              ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not R.SMOKE else [(20, 5)])]
+    H.PARTIAL.append(out / "kernels_partial.json")
+    cases = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not H.SMOKE else [3])
+             for ctx in ([512, 2048] if not H.SMOKE else [40])]
+    cases += [("prefill 1x2048", [(0, 2048)] if not H.SMOKE else [(0, 37)]),
+              ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not H.SMOKE else [(20, 5)])]
     for name, specs in cases:
         for kv_dtype in (None, torch.float8_e4m3fn):
-            R.b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
-    (out / "kernels_kv_fp8.json").write_text(json.dumps(dict(env=R._env(R.ROOT), smoke=R.SMOKE, rows=R.ROWS), indent=1))
-    print(R.markdown(R.ROWS))
+            b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
+    (out / "kernels_kv_fp8.json").write_text(json.dumps(dict(env=env(H.ROOT), smoke=H.SMOKE, rows=H.ROWS), indent=1))
+    print(markdown(H.ROWS))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Shared helpers of the kernel benchmark scripts: relative error, CUDA-graph timing, environment,
+"""Shared helpers of the kernel benchmark scripts: relative error, eager and CUDA-graph timing, environment,
 the Markdown result table."""
 
 from __future__ import annotations
 
 import platform
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,19 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     if torch.isnan(out).any():
         return float("nan")
     return ((out.double() - ref.double()).norm() / ref.double().norm().clamp_min(1e-30)).item()
+
+
+def eager_time_us(fn: Callable[[], object], warmup: int = 25, rep: int = 100, smoke: bool = False) -> float:
+    """Median time of one eager call in microseconds: triton.testing.do_bench(warmup, rep) on the GPU; in smoke
+    mode (CPU, interpreter) one untimed call, then one host-timed call."""
+    if smoke:
+        fn()
+        t = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t) * 1e6
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median") * 1e3
 
 
 def graph_time_us(fn: Callable[[], object], reps: int = 10, rep_ms: int = 100, smoke: bool = False) -> float | None:
