@@ -112,6 +112,27 @@ def test_tachyon_backend_bs1_like_weight_bandwidth(tiny_llama):
     assert "kv_budget_bytes" not in state  # the memory profile sizes the cache on a GPU only
 
 
+@pytest.mark.skipif(not tachyon_engine_available(), reason="tachyon.engine.llm not importable yet")
+def test_tachyon_backend_runs_compute_every_prompt(tiny_llama):
+    """Prefix caching is on (the default), yet a run is not served from the prompts an earlier run (a warm-up, a
+    repeat) left in the cache: each computes its prompts as the baselines do."""
+    from tachyon.bench.backends import get_backend
+
+    wl = load_workload("bs1").clamp_vocab(49152).truncated(max_tokens=4)
+    backend = get_backend("tachyon", BackendOptions(model=tiny_llama, engine_args={"max_model_len": 256}))
+    backend.load()
+    try:
+        eng = backend.llm.engine
+        assert eng.config.enable_prefix_caching
+        for _ in range(3):
+            backend.run(wl)
+        stats = eng.stats()
+        assert stats.prefix_cache_queries >= 3 * 128 and stats.prefix_cache_hits == 0
+        assert backend.llm.generate([list(wl.requests[0].prompt_token_ids)], use_tqdm=False)[0].num_cached_tokens > 0
+    finally:
+        backend.close()
+
+
 class _PacedBackend:
     """A backend whose successive timed runs take the given durations (s), after one untimed warm-up run (its
     workload kept in `warmed`). The short run emits one token less than asked when `short` names its index."""

@@ -204,6 +204,8 @@ def test_cli_flags(tmp_path):
     cfg = build_config(args)
     assert cfg.models[0].engine_args["enable_prefix_caching"] is True
     assert "enable_prefix_caching" not in build_config(parser.parse_args(["serve", "/m"])).models[0].engine_args
+    off = build_config(parser.parse_args(["serve", "/m", "--no-enable-prefix-caching"]))
+    assert off.models[0].engine_args["enable_prefix_caching"] is False
     assert len(cfg.api_key_hashes) == 2 and "k1" not in cfg.api_key_hashes
     assert cfg.models[0].names == ["x", "y"] and cfg.models[0].engine_args["max_num_seqs"] == 8
     assert cfg.models[0].engine_args["quantization"] == "fp8"

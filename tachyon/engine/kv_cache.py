@@ -116,6 +116,16 @@ class BlockPool:
         self._hash[b] = block_hash
         self._by_hash[block_hash] = (b, tokens)
 
+    def evict_cached(self) -> int:
+        """Every cached block loses its hash and goes back to the free list (as `allocate` would evict it); blocks
+        in use keep theirs. Returns how many were dropped."""
+        n = len(self._cached)
+        for b in self._cached:
+            self._unhash(b)
+            self._free.appendleft(b)
+        self._cached.clear()
+        return n
+
     def _unhash(self, b: int) -> None:
         h = self._hash[b]
         if h is not None:
@@ -175,6 +185,11 @@ class KVCacheManager:
         self._salted.discard(id(req))
 
     # ---- prefix caching -------------------------------------------------------------------------
+    def reset_prefix_cache(self) -> int:
+        """Forget every cached (unreferenced) block, so no later request is served from what came before; the
+        blocks of running requests stay shared. Returns the blocks dropped."""
+        return self.pool.evict_cached()
+
     def find_prefix(self, req: Request) -> list[int]:
         """The cached blocks that hold req's leading full blocks (a request not yet started, whose prompt
         logprobs are not asked): all but its last known token at most. Takes nothing."""

@@ -109,6 +109,11 @@ class LLM:
                 bar.close()
         return [done[r] for r in ids]
 
+    def reset_prefix_cache(self) -> int:
+        """Forget the prompts earlier calls left in the prefix cache (their blocks become free): the next
+        `generate` computes every prompt. Returns the KV blocks dropped."""
+        return self.engine.reset_prefix_cache()
+
     def chat(self, messages: list[dict] | list[list[dict]],
              sampling_params: SamplingParams | Sequence[SamplingParams] | None = None,
              use_tqdm: bool = True, add_generation_prompt: bool = True,

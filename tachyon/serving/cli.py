@@ -56,9 +56,9 @@ def register(subparsers: Any) -> None:
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--enforce-eager", action="store_true", default=None)
-    m.add_argument("--enable-prefix-caching", action="store_true",
+    m.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None,
                    help="share the KV of leading full blocks that earlier requests computed (same tokens from the "
-                        "first on: system prompts, chat history) instead of recomputing it")
+                        "first on: system prompts, chat history) instead of recomputing it (on by default)")
     m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
     m.add_argument("--mixed-graph-max-tokens", type=int, default=None,
@@ -101,9 +101,10 @@ def register(subparsers: Any) -> None:
 
 def _entries(args: argparse.Namespace) -> list[ModelEntry]:
     engine: dict[str, Any] = {k: getattr(args, k) for k in _ENGINE_FLAGS if getattr(args, k) is not None}
-    for flag in ("enforce_eager", "enable_prefix_caching"):
-        if getattr(args, flag):
-            engine[flag] = True
+    if args.enforce_eager:
+        engine["enforce_eager"] = True
+    if args.enable_prefix_caching is not None:
+        engine["enable_prefix_caching"] = args.enable_prefix_caching
     if args.overlap_scheduling not in (None, "auto"):
         engine["overlap_scheduling"] = OVERLAP_CHOICES[args.overlap_scheduling]
     if args.config:

@@ -88,7 +88,7 @@ def build_served_model(entry: ModelEntry, created: int) -> ServedModel:
         created=created,
         vocab_size=max(len(tok), max(vocab.values(), default=0) + 1),
         max_token_chars=max(longest, 16) * 2,
-        prefix_caching=bool(entry.engine_args.get("enable_prefix_caching")),
+        prefix_caching=engine.config.enable_prefix_caching,
     )
 
 

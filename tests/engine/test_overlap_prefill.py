@@ -12,8 +12,11 @@ from tachyon.engine import sampler
 
 @pytest.fixture(scope="module")
 def pair(tiny_qwen3):
-    over = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=True)
-    sync = LLM(tiny_qwen3, device="cpu", dtype="float32", max_model_len=128, block_size=4, overlap_scheduling=False)
+    # no prefix caching: cases that repeat a prompt must run its prefill again (a prompt cached but its last token
+    # is a one-token step, launched as a decode step)
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, enable_prefix_caching=False)
+    over = LLM(tiny_qwen3, **kw, overlap_scheduling=True)
+    sync = LLM(tiny_qwen3, **kw, overlap_scheduling=False)
     yield over, sync
     over.engine.check_integrity()
     sync.engine.check_integrity()

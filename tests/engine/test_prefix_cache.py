@@ -35,6 +35,21 @@ def test_pool_free_cached_and_in_use_blocks():
         pool.free([c])
 
 
+def test_pool_evicts_every_cached_block_and_keeps_those_in_use():
+    pool = BlockPool(4, block_size=2)
+    a, b, c = pool.allocate(3)
+    for blk, h in ((a, 1), (b, 2), (c, 3)):
+        pool.register(blk, h, (h, h))
+    pool.free([a, b])
+    assert pool.evict_cached() == 2 and pool.evict_cached() == 0
+    assert pool.num_cached == 0 and pool.num_free == 3 and pool.num_evictions == 0
+    assert pool.lookup(1, (1, 1)) is None and pool.lookup(2, (2, 2)) is None and pool.lookup(3, (3, 3)) == c
+    pool.check_integrity()
+    pool.free([c])  # still hashed: cached when freed
+    assert pool.is_cached(c)
+    pool.check_integrity()
+
+
 def _prompts(n: int, shared: int, seed: int) -> list[list[int]]:
     rng = random.Random(seed)
     head = [rng.randrange(3, 1000) for _ in range(shared)]
@@ -207,3 +222,30 @@ def test_n_children_compute_their_prompt_once_without_prefix_caching(tiny_llama)
     assert kv.num_prefix_hit_tokens == 5 * shared  # its own prompt again, computed once, not the first group's
     assert len({tuple(c.token_ids) for c in sampled.outputs}) == 3
     off.engine.check_integrity()
+
+
+def test_reset_prefix_cache_forgets_earlier_prompts_but_not_running_ones(tiny_llama):
+    """After `LLM.reset_prefix_cache()` a prompt seen before is computed whole (no cached tokens) with the same
+    tokens; a reset while a request runs keeps its blocks findable, so a request with its prompt still shares them."""
+    on = _engine(tiny_llama, True)
+    p = _prompts(1, shared=23, seed=12)[0]
+    sp = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    first = _run(on, [p], sp)[0]
+    again = _run(on, [p], sp)[0]
+    assert again.num_cached_tokens == (len(p) - 1) // 4 * 4 and on.engine.pool.num_cached > 0
+    assert on.reset_prefix_cache() > 0 and on.engine.pool.num_cached == 0
+    fresh = _run(on, [p], sp)[0]
+    assert fresh.num_cached_tokens == 0
+    assert first.outputs[0].token_ids == again.outputs[0].token_ids == fresh.outputs[0].token_ids
+    eng = on.engine
+    eng.add_request("a", p, sp)
+    eng.step()  # a's prompt computed, its full blocks registered
+    eng.reset_prefix_cache()
+    eng.add_request("b", p, sp)
+    outs = {}
+    while eng.has_unfinished():
+        for o in eng.step():
+            outs[o.request_id] = o
+    assert outs["b"].num_cached_tokens == (len(p) - 1) // 4 * 4
+    assert outs["a"].outputs[0].token_ids == outs["b"].outputs[0].token_ids == first.outputs[0].token_ids
+    eng.check_integrity()

@@ -13,3 +13,5 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheade
 for r in 1 2; do for pc in false true; do run qwen2.5-7b nano256 $pc r$r; done; done
 for pc in false true; do run qwen3-0.6b nano256 $pc r1; done
 for pc in false true; do run qwen3-0.6b bs1 $pc r1 "--repeats 5"; done
+# the kernel benchmark after its split into modules (stop 53): one kernel at real sizes
+(cd benchmarks/kernels && timeout 90 python3 run_all.py --only penalties --out $OUT/kernels 2>&1 | f | tail -6)

@@ -35,6 +35,8 @@ class VLLMBackend(Backend):
                                  seed=(self.opts.seed + i) if workload.temperature > 0 else None)
                   for i, r in enumerate(reqs)]
         prompts = [{"prompt_token_ids": list(r.prompt_token_ids)} for r in reqs]
+        if hasattr(self.llm, "reset_prefix_cache"):  # as Tachyon's backend: no prompt served from an earlier run
+            self.llm.reset_prefix_cache()
         sync()
         t0 = time.perf_counter()
         outs = self.llm.generate(prompts, params, use_tqdm=False)
