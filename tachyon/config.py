@@ -68,9 +68,10 @@ class EngineConfig:
     # reference). "auto": the cache in `dtype`.
     kv_cache_dtype: str = "auto"
     # prefix caching (engine/kv_cache.py): a request's leading full blocks that another request already computed
-    # (the same tokens from the first on) are shared instead of recomputed. On by default (docs/performance.md,
-    # "Prefix caching": level where nothing hits, on the acceptance workloads).
-    enable_prefix_caching: bool = True
+    # (the same tokens from the first on) are shared instead of recomputed. Off by default: a hit's KV was computed
+    # in another batch shape, so greedy output can then depend on what ran before (docs/performance.md, "Prefix
+    # caching"; stop 52 saw it on the H200).
+    enable_prefix_caching: bool = False
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):

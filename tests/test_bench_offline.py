@@ -114,12 +114,13 @@ def test_tachyon_backend_bs1_like_weight_bandwidth(tiny_llama):
 
 @pytest.mark.skipif(not tachyon_engine_available(), reason="tachyon.engine.llm not importable yet")
 def test_tachyon_backend_runs_compute_every_prompt(tiny_llama):
-    """Prefix caching is on (the default), yet a run is not served from the prompts an earlier run (a warm-up, a
-    repeat) left in the cache: each computes its prompts as the baselines do."""
+    """With prefix caching on, a run is not served from the prompts an earlier run (a warm-up, a repeat) left in
+    the cache: each computes its prompts as the baselines do."""
     from tachyon.bench.backends import get_backend
 
     wl = load_workload("bs1").clamp_vocab(49152).truncated(max_tokens=4)
-    backend = get_backend("tachyon", BackendOptions(model=tiny_llama, engine_args={"max_model_len": 256}))
+    backend = get_backend("tachyon", BackendOptions(model=tiny_llama, engine_args={"max_model_len": 256,
+                                                                                "enable_prefix_caching": True}))
     backend.load()
     try:
         eng = backend.llm.engine

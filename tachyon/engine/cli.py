@@ -49,9 +49,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="fp8: W8A8 decoder projections (FP8 e4m3 weights, per-row dynamic activation scales)")
     p.add_argument("--kv-cache-dtype", default="auto", choices=["auto", "fp8"],
                    help="fp8: the KV cache in e4m3 (scale 1; half the bytes per token). auto: the model dtype")
-    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=False,
                    help="share the KV of leading full blocks that earlier requests computed instead of recomputing it "
-                        "(on by default)")
+                        "(off by default: greedy output may then depend on earlier requests)")
     p.add_argument("--overlap-scheduling", default="auto", choices=sorted(OVERLAP_CHOICES), help=OVERLAP_HELP)
     p.add_argument("--seed", type=int, default=0)
 

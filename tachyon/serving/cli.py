@@ -58,7 +58,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("--enforce-eager", action="store_true", default=None)
     m.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None,
                    help="share the KV of leading full blocks that earlier requests computed (same tokens from the "
-                        "first on: system prompts, chat history) instead of recomputing it (on by default)")
+                        "first on: system prompts, chat history) instead of recomputing it (off by default: greedy "
+                        "output may then depend on earlier requests)")
     m.add_argument("--prefill-graph-max-tokens", type=int, default=None,
                    help="prefill / mixed steps up to this many tokens replay CUDA graphs (0: eager; default 512)")
     m.add_argument("--mixed-graph-max-tokens", type=int, default=None,
