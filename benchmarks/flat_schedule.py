@@ -80,11 +80,12 @@ def mixed_keys(max_decodes: int, max_chunk: int) -> MixedGraphRunner:
 
 
 def schedule(requests: list[dict], max_decodes: int = 256, max_chunk: int = 1024, budget: int = 8192,
-             blocks: int = 124861) -> list[tuple[str, int, int, int]]:
+             blocks: int = 124861, enable_caching: bool = False) -> list[tuple[str, int, int, int]]:
     """(kind, tokens, GEMM rows, keys its decodes read) of every step flat makes over `requests` (the workload's
-    JSON entries). Reads the TACHYON_FLAT_* and TACHYON_MIXED_CHUNK_BUCKETS knobs as the engine does."""
-    s = Scheduler(KVCacheManager(BlockPool(blocks, 16)), max_num_seqs=512, max_num_batched_tokens=budget,
-                  policy="flat")
+    JSON entries). Reads the TACHYON_FLAT_* and TACHYON_MIXED_CHUNK_BUCKETS knobs as the engine does. With
+    `enable_caching`, prefix caching hashes and registers blocks after each step, as the engine does."""
+    kv = KVCacheManager(BlockPool(blocks, 16), enable_caching=enable_caching)
+    s = Scheduler(kv, max_num_seqs=512, max_num_batched_tokens=budget, policy="flat")
     m = mixed_keys(max_decodes, max_chunk)
     s.chunk_fit = m.tight_chunk
     for i, r in enumerate(requests):
@@ -110,8 +111,10 @@ def schedule(requests: list[dict], max_decodes: int = 256, max_chunk: int = 1024
             q.num_computed_tokens += n
             if q.num_computed_tokens >= q.num_tokens:
                 q.append_token(7)
-                if q.num_output_tokens >= q.max_tokens:
-                    s.finish(q, RequestStatus.FINISHED_LENGTH)
+        kv.cache_blocks(out.requests)
+        for q in out.requests:
+            if q.num_output_tokens >= q.max_tokens and q.status == RequestStatus.RUNNING:
+                s.finish(q, RequestStatus.FINISHED_LENGTH)
     return steps
 
 

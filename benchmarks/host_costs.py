@@ -4,6 +4,8 @@
                 share shows), each row's token joining its history after every call as in the engine
   cache_blocks  KVCacheManager.cache_blocks after a decode step of 256 requests (16-token blocks)
   caching_run   a whole offline run of 128 requests on the tiny test model, prefix caching off and on
+  caching_schedule  the flat schedule of nano256 (flat_schedule.py: the real Scheduler, no model), prefix caching
+                off and on, two rounds: seconds of host work and whether the steps are the same
 
 Usage: python3 benchmarks/host_costs.py [--repo DIR] [--history N] KIND...
 `--repo` imports `tachyon` from another checkout (e.g. a worktree of an older commit), for before/after figures.
@@ -105,9 +107,27 @@ def caching_run() -> list[dict]:
     return rows
 
 
+def caching_schedule() -> list[dict]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import flat_schedule
+
+    workload = Path(__file__).resolve().parents[1] / "tachyon" / "bench" / "workloads" / "nano256.json"
+    requests = json.loads(workload.read_text())["requests"]
+    rows, plain = [], None
+    for rep in range(2):
+        for caching in (False, True):
+            t0 = time.perf_counter()
+            steps = flat_schedule.schedule(requests, enable_caching=caching)
+            seconds = time.perf_counter() - t0
+            plain = plain or steps
+            rows.append(dict(kind="caching_schedule", round=rep, prefix_caching=caching, steps=len(steps),
+                             same_steps=steps == plain, seconds=seconds))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kinds", nargs="+", choices=["penalties", "cache_blocks", "caching_run"])
+    ap.add_argument("kinds", nargs="+", choices=["penalties", "cache_blocks", "caching_run", "caching_schedule"])
     ap.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
     ap.add_argument("--history", type=int, nargs="+", default=[300, 1500], help="penalties: tokens per row")
     args = ap.parse_args()
@@ -117,8 +137,10 @@ def main() -> None:
             rows = [penalties(h) for h in args.history]
         elif kind == "cache_blocks":
             rows = [cache_blocks()]
-        else:
+        elif kind == "caching_run":
             rows = caching_run()
+        else:
+            rows = caching_schedule()
         for row in rows:
             print(json.dumps(dict(row, repo=args.repo)), flush=True)
 

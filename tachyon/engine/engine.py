@@ -361,9 +361,10 @@ class LLMEngine:
             prefix_cache_waits=self.scheduler.num_prefix_waits)
 
     def reset_prefix_cache(self) -> int:
-        """Drop the prefix cache's unreferenced blocks (KVCacheManager.reset_prefix_cache): a benchmark's repeat,
-        or a run after a warm-up, then computes every prompt again. Call between steps. Returns the blocks dropped."""
-        return self.scheduler.kv.reset_prefix_cache()
+        """Drop the prefix cache's unreferenced blocks (BlockPool.evict_cached; running requests' blocks stay
+        shared): a benchmark's repeat, or a run after a warm-up, then computes every prompt again. Call between
+        steps. Returns the blocks dropped."""
+        return self.pool.evict_cached()
 
     def check_integrity(self) -> None:
         """Block-pool invariant, plus: with nothing in flight every block is free; the penalty slots' map."""

@@ -185,11 +185,6 @@ class KVCacheManager:
         self._salted.discard(id(req))
 
     # ---- prefix caching -------------------------------------------------------------------------
-    def reset_prefix_cache(self) -> int:
-        """Forget every cached (unreferenced) block, so no later request is served from what came before; the
-        blocks of running requests stay shared. Returns the blocks dropped."""
-        return self.pool.evict_cached()
-
     def find_prefix(self, req: Request) -> list[int]:
         """The cached blocks that hold req's leading full blocks (a request not yet started, whose prompt
         logprobs are not asked): all but its last known token at most. Takes nothing."""
