@@ -362,3 +362,21 @@ def test_attention_decode_asks_pdl_by_the_one_wave_rule(monkeypatch, num_sms, sp
     out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
     close(out, K.attention_ref(q, cache, **meta), torch.float32)
     assert asked[0] is allowed
+
+
+@needs_triton
+def test_attention_energy_stream_kernel():
+    """benchmarks/gpu/attn_energy.py's KV-stream kernel (the decode kernel's gathered K / V loads and a sum) against
+    its torch reference, so the joules it measures are for the same bytes, read through the same block tables."""
+    energy = importlib.import_module("benchmarks.gpu.attn_energy")
+    tiles = importlib.import_module("benchmarks.gpu.mixed_attn_tiles")
+    gen = torch.Generator().manual_seed(3)
+    lens = [5, 40, 17, 33]
+    tables, nblk = tiles.shuffled_block_tables(lens, 16, gen)
+    seq_lens = torch.tensor(lens, dtype=torch.int32)
+    s = {"cache": torch.randn(2, nblk, 16, 2, 32, generator=gen).to(DTYPES[-1]).to(DEV),
+         "tables": tables.to(DEV), "seq_lens": seq_lens.to(DEV),
+         "order": torch.argsort(-seq_lens, stable=True).to(torch.int32).to(DEV)}
+    out = torch.full((len(lens), 2, 32), NAN, device=DEV)
+    energy.kv_stream(s, out, block_n=16)
+    torch.testing.assert_close(out, energy.kv_stream_ref(s), rtol=1e-4, atol=1e-3)
