@@ -70,7 +70,7 @@ class EngineConfig:
     # prefix caching (engine/kv_cache.py): a request's leading full blocks that another request already computed
     # (the same tokens from the first on) are shared instead of recomputed. Off by default: a hit's KV was computed
     # in another batch shape, so greedy output can then depend on what ran before (docs/performance.md, "Prefix
-    # caching"; stop 52 saw it on the H200).
+    # caching, measured at stop 52": the H200 showed it).
     enable_prefix_caching: bool = False
 
     def __post_init__(self) -> None:

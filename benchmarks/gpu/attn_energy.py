@@ -85,17 +85,6 @@ def kv_stream_ref(s: dict) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def graphed(fn) -> callable:
-    """fn called LAYERS times, captured as one CUDA graph; returns its replay."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(LAYERS):
-            fn()
-    return g.replay
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="out")
@@ -105,6 +94,11 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # energy_hold and clock_sampler: script-folder imports
     from clock_sampler import energy_reader
     from energy_hold import hold
+    from step_energy import capture
+
+    def graphed(fn):
+        """fn called LAYERS times (a step's layers), captured as one CUDA graph: its replay."""
+        return capture(lambda: [fn() for _ in range(LAYERS)]).replay
 
     energy = energy_reader()
     rng = random.Random(0)
