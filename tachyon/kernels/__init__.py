@@ -37,6 +37,13 @@ from tachyon.kernels.gemv_select import (
     pick_glu_config,
     pick_small_config,
 )
+from tachyon.kernels.layer_bs1 import (
+    LayerBs1Weights,
+    decoder_layer_bs1_ref,
+    decoder_layer_bs1_triton,
+    layer_bs1_fits,
+    layer_bs1_mode,
+)
 from tachyon.kernels.penalties import apply_penalties_ref, apply_penalties_triton
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
@@ -176,6 +183,25 @@ def decode_qkv_attention(
     fn = decode_qkv_attention_triton if use_triton(qkv) else decode_qkv_attention_ref
     return fn(qkv, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps, num_heads, num_kv_heads,
               head_dim, query_start_loc, seq_lens, block_tables, max_seq_len, scale, decode_order=decode_order)
+
+
+def decoder_layer_bs1(
+    x: torch.Tensor,
+    residual: torch.Tensor | None,
+    lw: LayerBs1Weights,
+    kv_cache: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_seq_len: int,
+    phases: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A whole decoder layer for one decode token -> (MLP output, residual stream after attention): one Triton
+    launch on CUDA (`phases`: five), the unfused references otherwise (layer_bs1.py)."""
+    fn = decoder_layer_bs1_triton if use_triton(x) else decoder_layer_bs1_ref
+    return fn(x, residual, lw, kv_cache, cos_sin_cache, slot_mapping, seq_lens, block_tables, max_seq_len,
+              phases=phases)
 
 
 def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
@@ -351,6 +377,12 @@ __all__ = [
     "decode_kv_splits",
     "decode_qkv_attention_ref",
     "decode_qkv_attention_triton",
+    "decoder_layer_bs1",
+    "decoder_layer_bs1_ref",
+    "decoder_layer_bs1_triton",
+    "LayerBs1Weights",
+    "layer_bs1_fits",
+    "layer_bs1_mode",
     "silu_and_mul",
     "gemv",
     "gemv_ref",

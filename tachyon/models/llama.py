@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from tachyon import kernels
+from tachyon.kernels._triton import sm_count
 from tachyon.kernels.attention_config import mixed_one_launch
 from tachyon.models.layers import Linear, MergedLinear, RMSNorm, RotaryEmbedding, norm_linear, silu_linear
 from tachyon.models.prefetch import WeightPrefetcher
@@ -141,7 +142,37 @@ class DecoderLayer(nn.Module):
         self.mlp.gate_up_proj.prologue = "rmsnorm"
         self.mlp.gate_up_proj.epilogue = "silu"
 
+    def bs1_weights(self) -> kernels.LayerBs1Weights:
+        """This layer's parameters as the batch-1 layer kernel reads them (views, built per call: a CUDA graph
+        captures them once; quantize_fp8 replacing a weight is then seen)."""
+        at, mlp = self.self_attn, self.mlp
+        has_norm = at.q_norm is not None
+        return kernels.LayerBs1Weights(
+            self.input_layernorm.weight, at.qkv_proj.weight, at.qkv_proj.bias,
+            at.q_norm.weight if has_norm else None, at.k_norm.weight if has_norm else None, at.o_proj.weight,
+            self.post_attention_layernorm.weight, mlp.gate_up_proj.weight, mlp.down_proj.weight,
+            self.input_layernorm.eps, at.q_norm.eps if has_norm else 0.0, at.num_heads, at.num_kv_heads,
+            at.head_dim, at.scale)
+
+    def bs1_layer_mode(self, x: torch.Tensor, meta) -> str:
+        """How a step runs this layer: "fused" / "phases" (kernels.decoder_layer_bs1, one launch or five) for one
+        decode token on CUDA when TACHYON_LAYER_BS1 asks for it, the weights are in x's dtype (not FP8) and the
+        row blocks fit (layer_bs1_fits); else "off", the layer's usual kernels."""
+        if x.shape[0] != 1 or meta.max_query_len != 1 or meta.parts is not None or not kernels.use_triton(x):
+            return "off"
+        mode = kernels.layer_bs1_mode()
+        weights = (self.self_attn.qkv_proj.weight, self.self_attn.o_proj.weight, self.mlp.down_proj.weight)
+        if mode == "off" or any(w.dtype != x.dtype for w in weights):  # FP8 layers keep their own kernels
+            return "off"
+        return mode if kernels.layer_bs1_fits(self.bs1_weights(), sm_count(x.device)) else "off"
+
     def forward(self, positions, x, residual, meta):
+        mode = self.bs1_layer_mode(x, meta)
+        if mode != "off":
+            at = self.self_attn
+            return kernels.decoder_layer_bs1(x, residual, self.bs1_weights(), at.kv_cache, at.rotary.cos_sin_cache,
+                                             meta.slot_mapping, meta.seq_lens, meta.block_tables, meta.max_seq_len,
+                                             phases=mode == "phases")
         qkv, residual = norm_linear(self.input_layernorm, self.self_attn.qkv_proj, x, residual)
         if self.prefetcher is not None and self.prefetcher.budget_bytes > 0:
             self.prefetcher.after_qkv([self.self_attn.o_proj.weight, self.mlp.gate_up_proj.weight,

@@ -1,0 +1,449 @@
+"""A whole decoder layer at batch 1 in one launch: a persistent grid that runs the layer's five phases with a grid
+barrier between them, so a decode step launches one kernel per layer instead of ten.
+
+Contract of `decoder_layer_bs1(x, residual, lw, kv_cache, cos_sin_cache, slot_mapping, seq_lens, block_tables,
+max_seq_len) -> (y, h2)` (reference and Triton alike):
+
+- x [1, H] is the layer input (the previous layer's MLP output, or the embedding), residual [1, H] the residual
+  stream or None (the first layer: x is the stream). Both contiguous, the model's dtype.
+- lw (`LayerBs1Weights`) holds the layer's parameters in the model's dtype, each contiguous: the input norm, the
+  fused q|k|v projection [(Hq + 2 Hkv) D, H] (+ bias), the per-head q/k norms (Qwen3) or None, o_proj [H, Hq D],
+  the post-attention norm, the fused gate|up projection [2 I, H] and down_proj [H, I].
+- The decode token sits at position seq_lens[0] - 1; kv_cache, cos_sin_cache, slot_mapping, block_tables and
+  max_seq_len as in `decode_qkv_attention` (decode_fused.py): its rotated K and raw V go to slot_mapping[0].
+- Returns y = the MLP output [1, H] and h2 = the residual stream after the attention block [1, H], what
+  `DecoderLayer.forward` returns. x and residual are read only.
+
+The reference is the layer's unfused path: rmsnorm_gemv, decode_qkv_attention, gemv, rmsnorm_gemv, silu_gemv.
+The Triton kernel computes the same values with the same roundings as the fused batch-1 kernels (the norm's 1/rms
+scales the finished dot products, so the normalised row is never rounded); it differs from the reference only by
+fp32 sum orders and that rounding.
+
+Phases (program p of NPROG, one per multiprocessor): 0 qkv rows p*RA.. with the input norm in the prologue;
+1 attention, one (KV head, split) item per program, (q/k norm,) rotary and the K/V store as decode_fused.py's
+kernel, splits merged by the last to finish; 2 o_proj rows; 3 gate|up row pairs with the post-attention norm in the
+prologue and SiLU-and-mul in the epilogue; 4 down_proj rows. Each program loads its weight rows of the next phase
+before the barrier that precedes it, so weights stream while the grid waits. Values one phase writes and another
+reads go through small scratch buffers and are loaded with .cg (L2, never a stale L1 line).
+
+The barrier needs every program resident at once: NPROG is at most the multiprocessor count and the kernel's
+resources allow one program per multiprocessor (compile_check.py reports them). Under Triton's interpreter,
+which runs programs one after another, a barrier cannot be passed, so `phases=True` launches the five phases as
+five kernels (the same code, no barrier): the CPU tests run that form, the GPU tests compare both forms.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from tachyon.kernels._triton import (
+    NeedsEagerRun,
+    next_pow2,
+    pdl_args,
+    pdl_trigger,
+    pdl_wait,
+    require_triton,
+    sm_count,
+    sync_counters,
+    tl,
+    triton,
+)
+from tachyon.kernels.attention import _softmax_step
+from tachyon.kernels.attention_config import decode_config
+from tachyon.kernels.decode_fused import _block_ids, _kv_tile, decode_qkv_attention_ref
+from tachyon.kernels.fused_qkv import _norm_rope, _norm_weights
+from tachyon.kernels.gemv import gemv_ref, rmsnorm_gemv_ref, silu_gemv_ref
+from tachyon.kernels.quant_fp8 import cast_to_cache, to_dot_dtype
+from tachyon.kernels.split_kv import INLINE_MERGE_SPLITS, MAX_KV_SPLITS, MIN_SPLIT_KEYS, _split_len, _split_output
+
+# most weight elements one program holds for one phase (its row block, whole K): beyond it the tiles spill
+MAX_TILE_ELEMENTS = 1 << 16
+# warps per program. Compiled for sm_90 by Triton 3.6 at the Qwen3-0.6B shape (compile_check.py's way): 16 warps
+# 128 registers, 32 bytes spilled; 8 warps 248 registers, none spilled; 70 KiB of shared memory either way
+LAYER_BS1_WARPS = 16
+
+
+@dataclass
+class LayerBs1Weights:
+    """One decoder layer's parameters as the batch-1 layer kernel reads them (views of the model's; not owned)."""
+    in_norm: torch.Tensor
+    qkv: torch.Tensor
+    qkv_bias: torch.Tensor | None
+    q_norm: torch.Tensor | None
+    k_norm: torch.Tensor | None
+    o: torch.Tensor
+    post_norm: torch.Tensor
+    gate_up: torch.Tensor
+    down: torch.Tensor
+    eps: float
+    qk_eps: float
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    scale: float
+
+
+def layer_bs1_mode() -> str:
+    """TACHYON_LAYER_BS1: "off" (default: the layer's ten-kernel path), "fused" (one launch per layer, grid
+    barriers) or "phases" (the same kernel as five launches). An A/B knob read per forward: a CUDA graph keeps what
+    was in force at capture."""
+    mode = os.environ.get("TACHYON_LAYER_BS1", "") or "off"
+    if mode not in ("off", "fused", "phases"):
+        raise ValueError(f"TACHYON_LAYER_BS1 must be off, fused or phases, got {mode!r}")
+    return mode
+
+
+def layer_bs1_warps() -> int:
+    """Warps per program: LAYER_BS1_WARPS, or TACHYON_LAYER_BS1_WARPS (4, 8 or 16; an A/B knob read per launch)."""
+    env = os.environ.get("TACHYON_LAYER_BS1_WARPS", "")
+    if env and env not in ("4", "8", "16"):
+        raise ValueError(f"TACHYON_LAYER_BS1_WARPS must be 4, 8 or 16, got {env!r}")
+    return int(env) if env else LAYER_BS1_WARPS
+
+
+def _rows_per_program(n: int, programs: int) -> int:
+    return -(-n // programs)
+
+
+def layer_bs1_fits(lw: LayerBs1Weights, programs: int) -> bool:
+    """Whether every phase's row block fits MAX_TILE_ELEMENTS at `programs` programs (e.g. Qwen3-0.6B on 132
+    multiprocessors; not Qwen2.5-7B, whose row blocks would spill)."""
+    H = lw.in_norm.shape[0]
+    inter = lw.down.shape[1]
+    blocks = ((lw.qkv.shape[0], H), (H, lw.o.shape[1]), (inter, 2 * H), (H, inter))
+    return all(next_pow2(_rows_per_program(n, programs)) * next_pow2(k) <= MAX_TILE_ELEMENTS for n, k in blocks)
+
+
+def _check(x: torch.Tensor, residual: torch.Tensor | None, lw: LayerBs1Weights, kv_cache: torch.Tensor) -> None:
+    H = lw.in_norm.shape[0]
+    if x.shape != (1, H) or (residual is not None and residual.shape != (1, H)):
+        raise ValueError(f"x and residual must be [1, {H}], got {tuple(x.shape)}"
+                         f"{'' if residual is None else ' and ' + str(tuple(residual.shape))}")
+    qkv_rows = (lw.num_heads + 2 * lw.num_kv_heads) * lw.head_dim
+    if lw.qkv.shape != (qkv_rows, H):
+        raise ValueError(f"qkv weight must be [{qkv_rows}, {H}], got {tuple(lw.qkv.shape)}")
+    if lw.o.shape != (H, lw.num_heads * lw.head_dim) or lw.gate_up.shape[1] != H or lw.gate_up.shape[0] % 2:
+        raise ValueError(f"o_proj {tuple(lw.o.shape)} / gate_up {tuple(lw.gate_up.shape)} do not match hidden {H}")
+    if lw.down.shape != (H, lw.gate_up.shape[0] // 2):
+        raise ValueError(f"down_proj must be [{H}, {lw.gate_up.shape[0] // 2}], got {tuple(lw.down.shape)}")
+    if tuple(kv_cache.shape[-2:]) != (lw.num_kv_heads, lw.head_dim):
+        raise ValueError(f"kv_cache heads/dim {tuple(kv_cache.shape[-2:])} != ({lw.num_kv_heads}, {lw.head_dim})")
+
+
+def decoder_layer_bs1_ref(x: torch.Tensor, residual: torch.Tensor | None, lw: LayerBs1Weights,
+                          kv_cache: torch.Tensor, cos_sin_cache: torch.Tensor, slot_mapping: torch.Tensor,
+                          seq_lens: torch.Tensor, block_tables: torch.Tensor, max_seq_len: int,
+                          num_programs: int = 0, phases: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain torch: the unfused kernels' references in the layer's order (num_programs and phases, which only
+    shape the Triton launch, are ignored)."""
+    _check(x, residual, lw, kv_cache)
+    qkv, h1 = rmsnorm_gemv_ref(x, residual, lw.in_norm, lw.eps, lw.qkv, lw.qkv_bias)
+    qsl = torch.arange(2, dtype=torch.int32, device=x.device)
+    attn = decode_qkv_attention_ref(qkv, cos_sin_cache, kv_cache, slot_mapping, lw.q_norm, lw.k_norm, lw.qk_eps,
+                                    lw.num_heads, lw.num_kv_heads, lw.head_dim, qsl, seq_lens, block_tables,
+                                    max_seq_len, lw.scale)
+    o = gemv_ref(attn.reshape(1, -1), lw.o)
+    gate_up, h2 = rmsnorm_gemv_ref(o, h1, lw.post_norm, lw.eps, lw.gate_up)
+    return silu_gemv_ref(gate_up, lw.down), h2
+
+
+# ----------------------------------------------------------------------------------------------
+# Triton
+
+
+@triton.jit
+def _row_block(w_ptr, r0, R: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BLOCK_R: tl.constexpr,
+               BLOCK_K: tl.constexpr):
+    """Rows r0 .. r0 + R (those below N; others 0) of a row-major [N, K] weight, whole K: [BLOCK_R, BLOCK_K]."""
+    i = tl.arange(0, BLOCK_R)
+    r = r0 + i
+    rmask = (i < R) & (r < N)
+    k = tl.arange(0, BLOCK_K)
+    ptrs = w_ptr + r.to(tl.int64)[:, None] * K + k[None, :]
+    if K == BLOCK_K:
+        w = tl.load(ptrs, mask=rmask[:, None], other=0.0)
+    else:
+        w = tl.load(ptrs, mask=rmask[:, None] & (k < K)[None, :], other=0.0)
+    return w, r, rmask
+
+
+@triton.jit
+def _vector(ptr, N: tl.constexpr, BLOCK: tl.constexpr, CG: tl.constexpr):
+    """ptr[0 .. N] as a [BLOCK] vector (0 past N); CG: through L2 (written by another program of this launch)."""
+    k = tl.arange(0, BLOCK)
+    if CG:
+        return tl.load(ptr + k, mask=k < N, other=0.0, cache_modifier=".cg")
+    else:
+        return tl.load(ptr + k, mask=k < N, other=0.0)
+
+
+@triton.jit
+def _grid_sync(bar_ptr, NPROG: tl.constexpr):
+    """Every program of the launch waits here until all NPROG have arrived; what each stored before is visible to
+    all after. bar_ptr[0] counts arrivals (0 between barriers), bar_ptr[1] is the generation the last arrival bumps
+    (a sense-reversing barrier: it leaves the counter zeroed, so any launch may use it next)."""
+    tl.debug_barrier()  # every thread's stores are issued before the program counts itself in
+    gen = tl.atomic_add(bar_ptr + 1, 0, sem="relaxed", scope="gpu")
+    if tl.atomic_add(bar_ptr, 1, sem="acq_rel", scope="gpu") == NPROG - 1:
+        tl.atomic_xchg(bar_ptr, 0, sem="relaxed", scope="gpu")
+        tl.atomic_add(bar_ptr + 1, 1, sem="release", scope="gpu")
+    else:
+        cur = tl.atomic_add(bar_ptr + 1, 0, sem="acquire", scope="gpu")
+        while cur == gen:
+            cur = tl.atomic_add(bar_ptr + 1, 0, sem="acquire", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _enter(k: tl.constexpr, FIRST: tl.constexpr, bar_ptr, NPROG: tl.constexpr, PDL: tl.constexpr):
+    """The start of phase k: the previous kernel's end (the launch's first phase) or the grid barrier."""
+    if k == FIRST:
+        pdl_wait(PDL)
+    else:
+        _grid_sync(bar_ptr, NPROG)
+
+
+@triton.jit
+def _heads_cg(src_ptr, H, BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
+              ROT: tl.constexpr):
+    """fused_qkv._load_heads through L2 (the qkv row is this launch's): (x, x_partner, h, d, mask)."""
+    h = tl.arange(0, BLOCK_H)[:, None]
+    d = tl.arange(0, BLOCK_D)[None, :]
+    mask = (h < H) & (d < D)
+    pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
+    x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0, cache_modifier=".cg")
+    xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0, cache_modifier=".cg")
+    return x, xp, h, d, mask
+
+
+@triton.jit
+def _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
+            S, bt_ptr, scale, eps, num_splits, stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+            Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
+            ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr, BLOCK_G: tl.constexpr,
+            BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr, LSE_S: tl.constexpr,
+            MERGE_S: tl.constexpr):
+    """Work item (KV head hk, split sp) of the single sequence: decode_fused._decode_qkv_kernel's program (b = 0,
+    early exit of empty splits, inline merge into attn [Hq, D])."""
+    hk = item // num_splits
+    sp = item % num_splits
+    last = S - 1
+    split_len = _split_len(S, num_splits, BLOCK_N)
+    start = sp * split_len
+    end = tl.minimum(start + split_len, S)
+    if start < end:
+        g = tl.arange(0, BLOCK_G)
+        d = tl.arange(0, BLOCK_D)
+        gmask = g < G
+        dmask = d < D
+        heads = hk * G + g
+        cached_end = tl.minimum(end, last)
+        xq, xqp, hq, dq, mq = _heads_cg(qkv_ptr + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
+        xk, xkp, hk1, dk, mk = _heads_cg(qkv_ptr + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
+        v_new = tl.load(qkv_ptr + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0, cache_modifier=".cg")
+        m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+        l_i = tl.zeros([BLOCK_G], tl.float32)
+        acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+        blk_next = _block_ids(bt_ptr, start, cached_end, PAGE, BLOCK_N)
+        dd = d[None, :]
+        in_rot = dd < ROT
+        j = tl.where(dd < HALF, dd, dd - HALF)
+        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
+        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
+        sign = tl.where(dd < HALF, -1.0, 1.0)
+        if HAS_NORM:
+            qw, qwp = _norm_weights(qw_ptr, dq, D, HALF, ROT)
+            kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
+        else:
+            qw, qwp, kw, kwp = c, c, c, c  # unused
+        q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
+                         cache_ptr.dtype.element_ty)
+        for n0 in range(start, cached_end, BLOCK_N):
+            blk = blk_next
+            blk_next = _block_ids(bt_ptr, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
+            k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
+                                   stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
+                          float("-inf"))
+            p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
+        if end == S:  # this split holds the new key: it stores it and adds it from registers
+            ct = cache_ptr.dtype.element_ty
+            k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
+            v_st = cast_to_cache(v_new, ct)
+            slot = tl.load(slot_ptr)
+            if slot >= 0:
+                dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
+                tl.store(dst, k_new, mask=mk)
+                tl.store(dst + stride_c_kv, v_st, mask=mk)
+            s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
+            m_new = tl.maximum(m_i, s_new)
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s_new - m_new)
+            l_i = l_i * alpha + p
+            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_st.to(tl.float32)
+            m_i = m_new
+        o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+        dst_o = attn_ptr + heads[:, None] * D + d[None, :]
+        _split_output(o, m_i, l_i, dst_o, mid_o_ptr, mid_lse_ptr, cnt_ptr, 0, hk, sp, S, split_len, num_splits,
+                      heads, gmask, d, dmask, Hq, Hkv, D, BLOCK_G, BLOCK_D, True, True, LSE_S, MERGE_S)
+
+
+@triton.jit(do_not_specialize=["num_splits"])
+def _layer_bs1_kernel(
+    x_ptr, res_ptr, h1_ptr, in_nw_ptr, wqkv_ptr, bqkv_ptr, qkv_ptr,
+    cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, seq_lens_ptr, bt_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
+    wo_ptr, o_ptr, post_nw_ptr, wgu_ptr, act_ptr, h2_ptr, wd_ptr, y_ptr, bar_ptr,
+    eps, qk_eps, scale, num_splits,
+    stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+    H: tl.constexpr, BLOCK_H: tl.constexpr, NQKV: tl.constexpr, Hq: tl.constexpr, Hkv: tl.constexpr,
+    G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr, INTER: tl.constexpr,
+    BLOCK_QO: tl.constexpr, BLOCK_I: tl.constexpr, PAGE: tl.constexpr,
+    RA: tl.constexpr, BLOCK_RA: tl.constexpr, RO: tl.constexpr, BLOCK_RO: tl.constexpr,
+    RG: tl.constexpr, BLOCK_RG: tl.constexpr, RD: tl.constexpr, BLOCK_RD: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr,
+    LSE_S: tl.constexpr, MERGE_S: tl.constexpr, HAS_RES: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_NORM: tl.constexpr,
+    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr,
+):
+    """Program p runs phases FIRST .. LAST (module docstring), a grid barrier between two. Weights, norm weights,
+    the cos|sin table and the step inputs (seq_lens, slot_mapping, block table) are read before the launch's
+    pdl_wait; x and residual after it. h1 (the stream after the previous MLP) is written by program 0 when there
+    is a residual, else it is x (the caller passes x as h1)."""
+    pdl_trigger(PDL)
+    pid = tl.program_id(0)
+    dt = x_ptr.dtype.element_ty
+    # phase 0: qkv = rmsnorm(x + residual) @ Wqkv^T (+ b)
+    if FIRST == 0:
+        wa, ra, ma = _row_block(wqkv_ptr, pid * RA, RA, NQKV, H, BLOCK_RA, BLOCK_H)
+        nw = _vector(in_nw_ptr, H, BLOCK_H, False).to(tl.float32)
+        if HAS_BIAS:
+            ba = tl.load(bqkv_ptr + ra, mask=ma, other=0.0).to(tl.float32)
+        pdl_wait(PDL)
+        h = _vector(x_ptr, H, BLOCK_H, False)
+        if HAS_RES:
+            h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, False).to(tl.float32)).to(dt)
+            if pid == 0:
+                tl.store(h1_ptr + tl.arange(0, BLOCK_H), h, mask=tl.arange(0, BLOCK_H) < H)
+        hf = h.to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(hf * hf, 0) / H + eps)
+        ya = tl.sum(wa.to(tl.float32) * (hf * nw)[None, :], 1) * rstd
+        if HAS_BIAS:
+            ya += ba
+        tl.store(qkv_ptr + ra, ya.to(dt), mask=ma)
+    # phase 1: attention, items (KV head, split); the o_proj rows are loaded after this program's items
+    if FIRST <= 1:
+        if LAST >= 1:
+            S = tl.load(seq_lens_ptr)
+            _enter(1, FIRST, bar_ptr, NPROG, PDL)
+            for item in range(pid, Hkv * num_splits, NPROG):
+                _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr,
+                        cnt_ptr, S, bt_ptr, scale, qk_eps, num_splits, stride_cs, stride_c_kv, stride_c_blk,
+                        stride_c_tok, stride_c_h, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D,
+                        BLOCK_N, PREC, LSE_S, MERGE_S)
+    # phase 2: o = attn @ Wo^T
+    if FIRST <= 2:
+        if LAST >= 2:
+            wo, ro, mo = _row_block(wo_ptr, pid * RO, RO, H, Hq * D, BLOCK_RO, BLOCK_QO)
+            _enter(2, FIRST, bar_ptr, NPROG, PDL)
+            a = _vector(attn_ptr, Hq * D, BLOCK_QO, True).to(tl.float32)
+            tl.store(o_ptr + ro, tl.sum(wo.to(tl.float32) * a[None, :], 1).to(dt), mask=mo)
+    # phase 3: gate|up = rmsnorm(o + h1) @ Wgu^T, act = silu(gate) * up; program 0 writes h2 = o + h1
+    if FIRST <= 3:
+        if LAST >= 3:
+            wg, rg, mg = _row_block(wgu_ptr, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
+            wu, ru, mu = _row_block(wgu_ptr + INTER * H, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
+            nw2 = _vector(post_nw_ptr, H, BLOCK_H, False).to(tl.float32)
+            _enter(3, FIRST, bar_ptr, NPROG, PDL)
+            h2 = (_vector(o_ptr, H, BLOCK_H, True).to(tl.float32)
+                  + _vector(h1_ptr, H, BLOCK_H, True).to(tl.float32)).to(dt)
+            if pid == 0:
+                tl.store(h2_ptr + tl.arange(0, BLOCK_H), h2, mask=tl.arange(0, BLOCK_H) < H)
+            hf2 = h2.to(tl.float32)
+            rstd2 = tl.rsqrt(tl.sum(hf2 * hf2, 0) / H + eps)
+            hn2 = (hf2 * nw2)[None, :]
+            gate = (tl.sum(wg.to(tl.float32) * hn2, 1) * rstd2).to(dt).to(tl.float32)
+            up = (tl.sum(wu.to(tl.float32) * hn2, 1) * rstd2).to(dt).to(tl.float32)
+            act = (gate / (1.0 + tl.exp(-gate))).to(dt).to(tl.float32)
+            tl.store(act_ptr + rg, (act * up).to(dt), mask=mg)
+    # phase 4: y = act @ Wd^T
+    if LAST >= 4:
+        wd, rd, md = _row_block(wd_ptr, pid * RD, RD, H, INTER, BLOCK_RD, BLOCK_I)
+        _enter(4, FIRST, bar_ptr, NPROG, PDL)
+        av = _vector(act_ptr, INTER, BLOCK_I, True).to(tl.float32)
+        tl.store(y_ptr + rd, tl.sum(wd.to(tl.float32) * av[None, :], 1).to(dt), mask=md)
+
+
+_BARRIERS: dict[str, torch.Tensor] = {}
+
+
+def grid_barrier(device: torch.device) -> torch.Tensor:
+    """The grid barrier's two int32 words on `device` (arrivals, generation), shared by every launch: each leaves
+    the arrival count zero. Allocated outside CUDA-graph capture (a shape's first launch runs eagerly first)."""
+    key = str(device)
+    if key not in _BARRIERS:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            raise NeedsEagerRun("layer_bs1 grid barrier: allocate it with an eager launch before capture")
+        _BARRIERS[key] = torch.zeros(2, dtype=torch.int32, device=device)
+    return _BARRIERS[key]
+
+
+def layer_bs1_splits(max_seq_len: int, num_kv_heads: int, programs: int) -> int:
+    """KV splits per head of the attention phase: at most one (KV head, split) item per program, splits of at
+    least MIN_SPLIT_KEYS keys of max_seq_len (a short context uses only the first few: _split_len)."""
+    return max(1, min(-(-max_seq_len // MIN_SPLIT_KEYS), programs // num_kv_heads, MAX_KV_SPLITS))
+
+
+def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw: LayerBs1Weights,
+                             kv_cache: torch.Tensor, cos_sin_cache: torch.Tensor, slot_mapping: torch.Tensor,
+                             seq_lens: torch.Tensor, block_tables: torch.Tensor, max_seq_len: int,
+                             num_programs: int = 0, phases: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Triton: one launch of num_programs (default: the multiprocessor count) programs with grid barriers, or with
+    `phases` five launches of one phase each (no barrier; the interpreter's form)."""
+    require_triton()
+    _check(x, residual, lw, kv_cache)
+    assert x.is_contiguous() and (residual is None or residual.is_contiguous()) and kv_cache.is_contiguous()
+    assert cos_sin_cache.stride(-1) == 1 and block_tables.stride(-1) == 1
+    for t in (lw.in_norm, lw.qkv, lw.o, lw.post_norm, lw.gate_up, lw.down):
+        assert t.is_contiguous() and t.dtype == x.dtype, "layer weights: contiguous, in x's dtype"
+    has_norm = lw.q_norm is not None
+    dev, dt = x.device, x.dtype
+    H, Hq, Hkv, D = x.shape[1], lw.num_heads, lw.num_kv_heads, lw.head_dim
+    inter = lw.down.shape[1]
+    nprog = num_programs or sm_count(dev)
+    splits = layer_bs1_splits(max_seq_len, Hkv, nprog)
+    qkv = torch.empty(lw.qkv.shape[0], dtype=dt, device=dev)
+    attn = torch.empty(Hq * D, dtype=dt, device=dev)
+    o = torch.empty(H, dtype=dt, device=dev)
+    act = torch.empty(inter, dtype=dt, device=dev)
+    h1 = torch.empty_like(x) if residual is not None else x
+    h2, y = torch.empty_like(x), torch.empty_like(x)
+    mid_o = torch.empty(Hq, splits, D, dtype=torch.float32, device=dev)
+    mid_lse = torch.empty(Hq, splits, dtype=torch.float32, device=dev)
+    cnt = sync_counters(dev, Hkv)
+    bar = grid_barrier(dev)
+    rot = cos_sin_cache.shape[-1]
+    cfg = decode_config("fp32" if dt == torch.float32 else "bf16", True)
+    ra, ro, rg, rd = (_rows_per_program(n, nprog) for n in (lw.qkv.shape[0], H, inter, H))
+    qw = lw.q_norm if has_norm else x  # unused placeholders without the norm / bias
+    kw = lw.k_norm if has_norm else x
+    args = (x, residual if residual is not None else x, h1, lw.in_norm, lw.qkv,
+            lw.qkv_bias if lw.qkv_bias is not None else x, qkv, cos_sin_cache, kv_cache, slot_mapping, qw, kw,
+            seq_lens, block_tables, attn, mid_o, mid_lse, cnt, lw.o, o, lw.post_norm, lw.gate_up, act, h2, lw.down,
+            y, bar, lw.eps, lw.qk_eps, lw.scale, splits, cos_sin_cache.stride(0),
+            kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
+    consts = dict(
+        H=H, BLOCK_H=next_pow2(H), NQKV=lw.qkv.shape[0], Hq=Hq, Hkv=Hkv, G=Hq // Hkv, D=D, HALF=rot // 2, ROT=rot,
+        INTER=inter, BLOCK_QO=next_pow2(Hq * D), BLOCK_I=next_pow2(inter), PAGE=kv_cache.shape[2],
+        RA=ra, BLOCK_RA=next_pow2(ra), RO=ro, BLOCK_RO=next_pow2(ro), RG=rg, BLOCK_RG=next_pow2(rg), RD=rd,
+        BLOCK_RD=next_pow2(rd), BLOCK_G=max(16, next_pow2(Hq // Hkv)), BLOCK_D=max(16, next_pow2(D)),
+        BLOCK_N=cfg["BLOCK_N"], PREC="ieee" if dt == torch.float32 else "tf32", HAS_RES=residual is not None,
+        HAS_BIAS=lw.qkv_bias is not None, HAS_NORM=has_norm, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS,
+        NPROG=nprog, num_warps=layer_bs1_warps(),
+        **pdl_args(dev),
+    )
+    for first, last in ([(k, k) for k in range(5)] if phases else [(0, 4)]):
+        _layer_bs1_kernel[(nprog,)](*args, FIRST=first, LAST=last, **consts)
+    return y, h2

@@ -1,0 +1,243 @@
+"""decoder_layer_bs1 (a whole decoder layer at batch 1 in one kernel) against its reference (the layer's unfused
+kernels' references in order), and that reference against the model's own DecoderLayer. On CPU the Triton kernel
+runs under the interpreter in its five-launch form (a grid barrier cannot be passed there); on a GPU both forms
+run and must agree."""
+
+import math
+
+import pytest
+import torch
+
+from tachyon.kernels.layer_bs1 import (
+    LayerBs1Weights,
+    decoder_layer_bs1_ref,
+    decoder_layer_bs1_triton,
+    layer_bs1_fits,
+    layer_bs1_mode,
+    layer_bs1_splits,
+)
+from tests.kernel_env import CUDA, DEV, DTYPES, NAN, K, assert_counters_zero, close, needs_triton
+
+pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # log(0) of empty splits
+
+PAGE = 4
+# name -> (H, Hq, Hkv, D, intermediate, qkv bias, q/k norm): non-power-of-two H and I (masked tiles), Qwen2 (bias)
+# and Qwen3 (per-head norms) layouts
+SHAPES = {
+    "qwen3": (64, 4, 2, 16, 96, False, True),
+    "qwen2": (48, 6, 2, 16, 80, True, False),
+}
+
+
+def make_case(shape: str, dtype: torch.dtype, seq_len: int, max_seq_len: int, residual: bool, seed: int = 0):
+    """Random layer weights, a paged cache with shuffled blocks whose new-key slot holds NaN (a kernel reading it
+    back would produce NaN), and the step inputs of one decode token at position seq_len - 1."""
+    H, Hq, Hkv, D, inter, bias, qk_norm = SHAPES[shape]
+    gen = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape, scale=1.0, shift=0.0):
+        return (shift + scale * torch.randn(*shape, generator=gen)).to(DEV, dtype)
+
+    lw = LayerBs1Weights(
+        in_norm=rnd(H, scale=0.2, shift=1.0), qkv=rnd((Hq + 2 * Hkv) * D, H, scale=H ** -0.5),
+        qkv_bias=rnd((Hq + 2 * Hkv) * D, scale=0.1) if bias else None,
+        q_norm=rnd(D, scale=0.2, shift=1.0) if qk_norm else None,
+        k_norm=rnd(D, scale=0.2, shift=1.0) if qk_norm else None,
+        o=rnd(H, Hq * D, scale=(Hq * D) ** -0.5), post_norm=rnd(H, scale=0.2, shift=1.0),
+        gate_up=rnd(2 * inter, H, scale=H ** -0.5), down=rnd(H, inter, scale=inter ** -0.5),
+        eps=1e-6, qk_eps=1e-6, num_heads=Hq, num_kv_heads=Hkv, head_dim=D, scale=1.0 / math.sqrt(D),
+    )
+    nblk = -(-max_seq_len // PAGE)
+    num_blocks = nblk + 3
+    table = torch.randperm(num_blocks, generator=gen)[:nblk].to(torch.int32)
+    slot = int(table[(seq_len - 1) // PAGE]) * PAGE + (seq_len - 1) % PAGE
+    cache = torch.randn(2, num_blocks, PAGE, Hkv, D, generator=gen)
+    cache[:, slot // PAGE, slot % PAGE] = NAN
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    return dict(
+        x=rnd(1, H), residual=rnd(1, H) if residual else None, lw=lw, kv_cache=cache.to(DEV, dtype),
+        cos_sin_cache=K.rope_cos_sin_cache(inv_freq, max_seq_len).to(DEV),
+        slot_mapping=torch.tensor([slot], dtype=torch.int64, device=DEV),
+        seq_lens=torch.tensor([seq_len], dtype=torch.int32, device=DEV),
+        block_tables=table[None, :].to(DEV), max_seq_len=max_seq_len,
+    )
+
+
+def run(fn, case: dict, **kw):
+    """(y, h2, cache after) of one call on a fresh copy of the cache."""
+    args = dict(case, kv_cache=case["kv_cache"].clone(), **kw)
+    y, h2 = fn(**args)
+    return y, h2, args["kv_cache"]
+
+
+def test_reference_is_the_model_layer():
+    """The reference equals the model's DecoderLayer.forward (CPU reference path) on the same weights."""
+    from tachyon.models.layers import RotaryEmbedding
+    from tachyon.models.llama import DecoderLayer
+    from tachyon.models.spec import ModelSpec
+
+    H, Hq, Hkv, D, inter, _, _ = SHAPES["qwen3"]
+    spec = ModelSpec(architecture="Qwen3ForCausalLM", family="qwen3", vocab_size=64, hidden_size=H,
+                     intermediate_size=inter, num_layers=1, num_heads=Hq, num_kv_heads=Hkv, head_dim=D,
+                     rms_norm_eps=1e-6, rope_theta=10000.0, rope_scaling=None, max_position_embeddings=64,
+                     tie_word_embeddings=True, attention_bias=False, qk_norm=True)
+    torch.manual_seed(0)
+    layer = DecoderLayer(spec, RotaryEmbedding(D, 64, 10000.0, None)).float()
+    for p in layer.parameters():
+        p.data.normal_(1.0 if p.dim() == 1 else 0.0, 0.2 if p.dim() == 1 else H ** -0.5)
+    case = make_case("qwen3", torch.float32, seq_len=11, max_seq_len=64, residual=True)
+    at = layer.self_attn
+    case["lw"] = LayerBs1Weights(
+        layer.input_layernorm.weight, at.qkv_proj.weight, None, at.q_norm.weight, at.k_norm.weight, at.o_proj.weight,
+        layer.post_attention_layernorm.weight, layer.mlp.gate_up_proj.weight, layer.mlp.down_proj.weight,
+        layer.input_layernorm.eps, at.q_norm.eps, Hq, Hkv, D, at.scale)
+    case["cos_sin_cache"] = at.rotary.cos_sin_cache
+    y, h2, cache = run(decoder_layer_bs1_ref, case)
+    from tachyon.engine.batch import AttentionMetadata
+
+    at.kv_cache = case["kv_cache"].clone()
+    meta = AttentionMetadata(query_start_loc=torch.arange(2, dtype=torch.int32), seq_lens=case["seq_lens"],
+                             block_tables=case["block_tables"], slot_mapping=case["slot_mapping"], max_query_len=1,
+                             max_seq_len=case["max_seq_len"], is_decode_only=True)
+    with torch.no_grad():
+        y_m, h2_m = layer(case["seq_lens"].long() - 1, case["x"], case["residual"], meta)
+    torch.testing.assert_close(y_m, y, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(h2_m, h2)
+    torch.testing.assert_close(at.kv_cache, cache, equal_nan=True)
+
+
+@needs_triton
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("seq_len,max_seq_len,residual", [(1, 16, False), (7, 16, True), (200, 512, True)])
+def test_layer_kernel_matches_reference(shape, dtype, seq_len, max_seq_len, residual):
+    """Phases launched one by one (the interpreter's form): y, h2 and the whole cache (the new slot written, no
+    other touched) against the reference. 200 keys of 512 split into several splits merged inline."""
+    case = make_case(shape, dtype, seq_len, max_seq_len, residual)
+    y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
+    y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
+    close(y_t, y_r, dtype)
+    close(h2_t, h2_r, dtype)
+    assert not torch.isnan(cache_t[:, case["slot_mapping"][0] // PAGE, case["slot_mapping"][0] % PAGE]).any()
+    torch.testing.assert_close(cache_t.float(), cache_r.float(), equal_nan=True,
+                               **({"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}))
+    assert_counters_zero()
+
+
+@needs_triton
+def test_layer_kernel_more_items_than_programs():
+    """Fewer programs than (KV head, split) items and row blocks of many rows: each program loops over items."""
+    case = make_case("qwen3", torch.float32, 300, 1024, True)
+    assert layer_bs1_splits(1024, 2, 3) == 1 and layer_bs1_splits(1024, 2, 32) == 8
+    y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
+    y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=3, phases=True)
+    close(y_t, y_r, torch.float32)
+    close(h2_t, h2_r, torch.float32)
+    torch.testing.assert_close(cache_t, cache_r, equal_nan=True)
+
+
+@pytest.mark.skipif(not CUDA, reason="the grid barrier needs every program resident at once: a GPU")
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_layer_kernel_one_launch_matches_phases(shape):
+    """On a GPU: the one-launch form (grid barriers) gives what the five launches give, at the multiprocessor
+    count's programs, and leaves the barrier's counter at zero."""
+    from tachyon.kernels.layer_bs1 import grid_barrier
+
+    case = make_case(shape, torch.bfloat16, 300, 1024, True)
+    y_p, h2_p, cache_p = run(decoder_layer_bs1_triton, case, phases=True)
+    for _ in range(3):
+        y_f, h2_f, cache_f = run(decoder_layer_bs1_triton, case)
+        torch.testing.assert_close(y_f, y_p)
+        torch.testing.assert_close(h2_f, h2_p)
+        torch.testing.assert_close(cache_f, cache_p, equal_nan=True)
+    assert int(grid_barrier(y_f.device)[0]) == 0
+    assert_counters_zero()
+
+
+def test_fits_and_mode(monkeypatch):
+    """Qwen3-0.6B's row blocks fit on 132 programs, Qwen2.5-7B's do not; the knob names its values."""
+    def weights(H, Hq, Hkv, D, inter):
+        e = torch.empty
+        return LayerBs1Weights(e(H), e((Hq + 2 * Hkv) * D, H), None, None, None, e(H, Hq * D), e(H),
+                               e(2 * inter, H), e(H, inter), 1e-6, 1e-6, Hq, Hkv, D, 1.0)
+
+    with torch.device("meta"):
+        assert layer_bs1_fits(weights(1024, 16, 8, 128, 3072), 132)
+        assert not layer_bs1_fits(weights(3584, 28, 4, 128, 18944), 132)
+    monkeypatch.delenv("TACHYON_LAYER_BS1", raising=False)
+    assert layer_bs1_mode() == "off"
+    monkeypatch.setenv("TACHYON_LAYER_BS1", "fused")
+    assert layer_bs1_mode() == "fused"
+    monkeypatch.setenv("TACHYON_LAYER_BS1", "yes")
+    with pytest.raises(ValueError, match="TACHYON_LAYER_BS1"):
+        layer_bs1_mode()
+
+
+def test_shape_errors_name_the_field():
+    case = make_case("qwen3", torch.float32, 3, 16, True)
+    case["x"] = case["x"][:, :-1]
+    with pytest.raises(ValueError, match="x and residual"):
+        decoder_layer_bs1_ref(**case)
+
+
+def _tiny_model(arch: str):
+    from tachyon.models.llama import DecoderForCausalLM
+    from tachyon.models.spec import ModelSpec
+
+    H, Hq, Hkv, D, inter, bias, qk_norm = SHAPES[arch]
+    spec = ModelSpec(architecture="tiny", family=arch, vocab_size=96, hidden_size=H, intermediate_size=inter,
+                     num_layers=3, num_heads=Hq, num_kv_heads=Hkv, head_dim=D, rms_norm_eps=1e-6, rope_theta=10000.0,
+                     rope_scaling=None, max_position_embeddings=256, tie_word_embeddings=True,
+                     attention_bias=bias, qk_norm=qk_norm)
+    torch.manual_seed(1)
+    model = DecoderForCausalLM(spec).float()
+    for p in model.parameters():
+        p.data.normal_(1.0 if p.dim() == 1 else 0.0, 0.2 if p.dim() == 1 else H ** -0.5)
+    return model, spec
+
+
+@needs_triton
+@pytest.mark.parametrize("arch", list(SHAPES))
+def test_model_decode_step_through_layer_kernel(arch, monkeypatch):
+    """The model's decode step with TACHYON_LAYER_BS1=phases (every layer through the layer kernel, Triton under
+    the interpreter) against the same step on the reference path: hidden states and every layer's cache."""
+    from tachyon.engine.batch import AttentionMetadata
+
+    model, spec = _tiny_model(arch)
+    seq_len, max_seq_len = 37, 128
+    gen = torch.Generator().manual_seed(2)
+    nblk = max_seq_len // PAGE
+    caches = [torch.randn(2, nblk + 1, PAGE, spec.num_kv_heads, spec.head_dim, generator=gen)
+              for _ in range(spec.num_layers)]
+    table = torch.randperm(nblk + 1, generator=gen)[:nblk].to(torch.int32)[None, :]
+    slot = int(table[0, (seq_len - 1) // PAGE]) * PAGE + (seq_len - 1) % PAGE
+    meta = AttentionMetadata(query_start_loc=torch.arange(2, dtype=torch.int32),
+                             seq_lens=torch.tensor([seq_len], dtype=torch.int32), block_tables=table,
+                             slot_mapping=torch.tensor([slot]), max_query_len=1, max_seq_len=max_seq_len,
+                             is_decode_only=True)
+    ids, pos = torch.tensor([5]), torch.tensor([seq_len - 1])
+
+    def step(layer_kernel: bool):
+        kv = [c.clone() for c in caches]
+        model.bind_kv_cache(kv)
+        with torch.no_grad():
+            if layer_kernel:
+                calls = []
+                real = K.decoder_layer_bs1
+                monkeypatch.setattr(K, "use_triton", lambda t: True)
+                monkeypatch.setattr(K, "decoder_layer_bs1", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+                monkeypatch.setenv("TACHYON_LAYER_BS1", "phases")
+                out = model(ids, pos, meta)
+                monkeypatch.undo()
+                assert calls == [{"phases": True}] * spec.num_layers
+            else:
+                monkeypatch.setenv("TACHYON_LAYER_BS1", "phases")  # ignored on the reference path (CPU tensors)
+                out = model(ids, pos, meta)
+                monkeypatch.undo()
+        return out, kv
+
+    ref, kv_ref = step(False)
+    out, kv = step(True)
+    close(out, ref, torch.float32)
+    for a, b in zip(kv, kv_ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
