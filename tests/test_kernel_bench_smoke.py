@@ -22,6 +22,7 @@ EXPECTED = {
     **{("sample", f"B=2 V=300 {m}"): 0.0 for m in ["greedy", "temperature", "top_p0.9", "top_k50",
                                                    "k50_p0.9_minp0.05"]},
     ("penalties", "B=2 V=300"): 1e-4,
+    ("layer_bs1", "Qwen3-0.6B ctx=40 5 launches"): 1e-2,
     ("sample_distribution", "V=32 n=50 x4 configs"): 0.5,
 }
 

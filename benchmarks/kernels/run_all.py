@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # harness, imported by the sibling modules below ahead of tachyon, reads --smoke and sets TRITON_INTERPRET
 import torch
 from bench_attention import b_attention, b_store_kv, sweep_attention
+from bench_layer import b_layer_bs1
 from bench_sampling import b_penalties, b_sample, b_sample_distribution, sweep_sampling
 from harness import BW, DEV, DT, FLOPS, HIDDEN, HKV, HQ, INTER, PARTIAL, ROOT, ROWS, SMOKE, SWEEP, D, guarded, record
 from timing import env as _env
@@ -103,7 +104,8 @@ def main() -> None:
 
 
 def _run_only(only: set[str], gen) -> None:
-    known = {"penalties": lambda: [b_penalties(B, gen) for B in ([1, 64, 256] if not SMOKE else [2])]}
+    known = {"penalties": lambda: [b_penalties(B, gen) for B in ([1, 64, 256] if not SMOKE else [2])],
+             "layer_bs1": lambda: _run_layer(gen)}
     unknown = only - set(known)
     if unknown:
         sys.exit(f"--only: unknown kernel families {sorted(unknown)}; known: {sorted(known)}")
@@ -142,9 +144,17 @@ def _run_all(gen) -> None:
             b_sample(B, mode, gen)
     for B in ([1, 64, 256] if not SMOKE else [2]):
         b_penalties(B, gen)
+    _run_layer(gen)
     b_sample_distribution(gen)
     sweep_attention(gen)
     sweep_sampling(gen)
+
+
+def _run_layer(gen) -> None:
+    """The batch-1 layer kernel, both forms on the GPU; the interpreter passes no grid barrier: five launches only."""
+    for ctx in ([256, 4096] if not SMOKE else [40]):
+        for phases in ((False, True) if not SMOKE else (True,)):
+            b_layer_bs1(ctx, gen, phases)
 
 
 if __name__ == "__main__":

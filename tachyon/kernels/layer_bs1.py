@@ -184,7 +184,11 @@ def _vector(ptr, N: tl.constexpr, BLOCK: tl.constexpr, CG: tl.constexpr):
 def _grid_sync(bar_ptr, NPROG: tl.constexpr):
     """Every program of the launch waits here until all NPROG have arrived; what each stored before is visible to
     all after. bar_ptr[0] counts arrivals (0 between barriers), bar_ptr[1] is the generation the last arrival bumps
-    (a sense-reversing barrier: it leaves the counter zeroed, so any launch may use it next)."""
+    (a sense-reversing barrier: it leaves the counter zeroed, so any launch may use it next). One thread per
+    program does the atomics (Triton's scalar atomics), the CTA barriers around them order the other threads. The
+    waiters poll the generation with acquire loads: Triton 3.6 lowers an atomic add of 0 to `ld.acquire.gpu`, so
+    the polls do not queue read-modify-writes at the L2 slice the last arrival needs (checked in the PTX; a volatile
+    load poll followed by an unused acquire add lost the acquire to dead-code elimination)."""
     tl.debug_barrier()  # every thread's stores are issued before the program counts itself in
     gen = tl.atomic_add(bar_ptr + 1, 0, sem="relaxed", scope="gpu")
     if tl.atomic_add(bar_ptr, 1, sem="acq_rel", scope="gpu") == NPROG - 1:
