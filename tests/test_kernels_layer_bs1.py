@@ -136,13 +136,39 @@ def test_layer_kernel_more_items_than_programs():
     torch.testing.assert_close(cache_t, cache_r, equal_nan=True)
 
 
-@pytest.mark.skipif(not CUDA, reason="the grid barrier needs every program resident at once: a GPU")
+@needs_triton
+@pytest.mark.timeout(120)  # a barrier that never opens hangs rather than fails
+@pytest.mark.parametrize("prefetch", ["next", "early"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_layer_kernel_one_launch_matches_phases(shape):
-    """On a GPU: the one-launch form (grid barriers) gives what the five launches give, at the multiprocessor
-    count's programs, and leaves the barrier's counter at zero."""
+def test_layer_kernel_one_launch_single_program(shape, prefetch, monkeypatch):
+    """The one-launch form (all five phases, grid barriers, each prefetch placement) with one program, which the
+    interpreter can run: its barriers pass at once. Against the reference; each barrier leaves the arrival count at
+    zero and bumps the generation (four per launch)."""
     from tachyon.kernels.layer_bs1 import grid_barrier
 
+    monkeypatch.setenv("TACHYON_LAYER_BS1_PREFETCH", prefetch)
+    case = make_case(shape, torch.float32, 200, 512, True)
+    bar = grid_barrier(torch.device(DEV))
+    gen0 = int(bar[1])
+    y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
+    y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=1)
+    close(y_t, y_r, torch.float32)
+    close(h2_t, h2_r, torch.float32)
+    torch.testing.assert_close(cache_t, cache_r, equal_nan=True)
+    assert int(bar[0]) == 0 and int(bar[1]) == gen0 + 4
+    assert_counters_zero()
+
+
+@pytest.mark.skipif(not CUDA, reason="the grid barrier needs every program resident at once: a GPU")
+@pytest.mark.parametrize("warps,prefetch", [("16", "next"), ("8", "next"), ("16", "early"), ("8", "early")])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_layer_kernel_one_launch_matches_phases(shape, warps, prefetch, monkeypatch):
+    """On a GPU: the one-launch form (grid barriers) gives what the five launches give, at the multiprocessor
+    count's programs, under each warp count and prefetch placement, and leaves the barrier's counter at zero."""
+    from tachyon.kernels.layer_bs1 import grid_barrier
+
+    monkeypatch.setenv("TACHYON_LAYER_BS1_WARPS", warps)
+    monkeypatch.setenv("TACHYON_LAYER_BS1_PREFETCH", prefetch)
     case = make_case(shape, torch.bfloat16, 300, 1024, True)
     y_p, h2_p, cache_p = run(decoder_layer_bs1_triton, case, phases=True)
     for _ in range(3):

@@ -46,7 +46,8 @@ KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": 
          "dtile": "TACHYON_DECODE_TILE", "ftile": "TACHYON_DECODE_FUSED_TILE", "lastwave": "TACHYON_PDL_GEMV_LAST_WAVE",
          "dalign": "TACHYON_DECODE_SPLIT_ALIGN", "fearly": "TACHYON_DECODE_FUSED_EARLY_TILE",
          "ugraph": "TACHYON_UNFILTERED_GRAPHS", "fq": "TACHYON_FP8_FUSED_QUANT",
-         "swaves": "TACHYON_DECODE_SPLIT_WAVES", "layer": "TACHYON_LAYER_BS1", "lwarps": "TACHYON_LAYER_BS1_WARPS"}
+         "swaves": "TACHYON_DECODE_SPLIT_WAVES", "layer": "TACHYON_LAYER_BS1", "lwarps": "TACHYON_LAYER_BS1_WARPS",
+         "lpf": "TACHYON_LAYER_BS1_PREFETCH"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

@@ -3,6 +3,7 @@ blocks do not fit it): the one-launch and five-launch forms against the unfused 
 layer's floor (its weight bytes plus the KV it reads, at the copy bandwidth). Rows go to harness.ROWS."""
 
 import math
+import os
 
 import torch
 from harness import DEV, DT, PAGE, SMOKE, guarded, record
@@ -37,9 +38,10 @@ def layer_case(ctx: int, max_seq_len: int, gen) -> dict:
 
 
 @guarded
-def b_layer_bs1(ctx: int, gen, phases: bool, max_seq_len: int = 40960):
-    """One Qwen3-0.6B layer for one decode token: y and h2 within rel err 1e-2 of the reference (one launch on the
-    GPU; the interpreter runs the five-launch form only)."""
+def b_layer_bs1(ctx: int, gen, phases: bool, prefetch: str = "next", max_seq_len: int = 40960):
+    """One Qwen3-0.6B layer for one decode token: y, h2 and the cache within rel err 1e-2 of the reference (one
+    launch with the given weight prefetch placement, or five launches; the interpreter runs the five only)."""
+    os.environ["TACHYON_LAYER_BS1_PREFETCH"] = prefetch
     max_seq_len = max_seq_len if not SMOKE else 8 * ctx
     case = layer_case(ctx, max_seq_len, gen)
     ref_case = dict(case, kv_cache=case["kv_cache"].clone())
@@ -51,7 +53,8 @@ def b_layer_bs1(ctx: int, gen, phases: bool, max_seq_len: int = 40960):
     weights = sum(w.numel() for w in (lw.qkv, lw.o, lw.gate_up, lw.down)) * DT.itemsize
     nbytes = weights + 2 * ctx * HKV6 * D6 * DT.itemsize
     flops = 2 * weights / DT.itemsize + 4 * ctx * HQ6 * D6
-    form = "5 launches" if phases else "1 launch"
+    form = "5 launches" if phases else f"1 launch, prefetch {prefetch}"
     record("layer_bs1", f"Qwen3-0.6B ctx={ctx} {form}",
            lambda: K.decoder_layer_bs1_triton(**case, phases=phases, **progs), nbytes, flops, err, 1e-2,
            ref_fn=None if phases else lambda: K.decoder_layer_bs1_ref(**ref_case))
+    os.environ.pop("TACHYON_LAYER_BS1_PREFETCH")

@@ -153,8 +153,10 @@ def _run_all(gen) -> None:
 def _run_layer(gen) -> None:
     """The batch-1 layer kernel, both forms on the GPU; the interpreter passes no grid barrier: five launches only."""
     for ctx in ([256, 4096] if not SMOKE else [40]):
-        for phases in ((False, True) if not SMOKE else (True,)):
-            b_layer_bs1(ctx, gen, phases)
+        if not SMOKE:
+            b_layer_bs1(ctx, gen, False, "next")
+            b_layer_bs1(ctx, gen, False, "early")
+        b_layer_bs1(ctx, gen, True)
 
 
 if __name__ == "__main__":

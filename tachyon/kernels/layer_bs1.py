@@ -104,6 +104,17 @@ def layer_bs1_warps() -> int:
     return int(env) if env else LAYER_BS1_WARPS
 
 
+def layer_bs1_prefetch() -> str:
+    """When a program loads its weight rows: "next" (default: each phase's rows before the barrier that precedes it)
+    or "early" (gate|up's with o_proj's, before the barrier after attention, and down's right after o_proj's are
+    used: more of the layer's bytes stream during the latency-bound attention, at the cost of registers held
+    longer). TACHYON_LAYER_BS1_PREFETCH, an A/B knob read per launch."""
+    env = os.environ.get("TACHYON_LAYER_BS1_PREFETCH", "") or "next"
+    if env not in ("next", "early"):
+        raise ValueError(f"TACHYON_LAYER_BS1_PREFETCH must be next or early, got {env!r}")
+    return env
+
+
 def _rows_per_program(n: int, programs: int) -> int:
     return -(-n // programs)
 
@@ -310,7 +321,7 @@ def _layer_bs1_kernel(
     RG: tl.constexpr, BLOCK_RG: tl.constexpr, RD: tl.constexpr, BLOCK_RD: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr,
     LSE_S: tl.constexpr, MERGE_S: tl.constexpr, HAS_RES: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_NORM: tl.constexpr,
-    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr,
+    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
 ):
     """Program p runs phases FIRST .. LAST (module docstring), a grid barrier between two. Weights, norm weights,
     the cos|sin table and the step inputs (seq_lens, slot_mapping, block table) are read before the launch's
@@ -347,18 +358,28 @@ def _layer_bs1_kernel(
                         cnt_ptr, S, bt_ptr, scale, qk_eps, num_splits, stride_cs, stride_c_kv, stride_c_blk,
                         stride_c_tok, stride_c_h, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D,
                         BLOCK_N, PREC, LSE_S, MERGE_S)
-    # phase 2: o = attn @ Wo^T
+    # phase 2: o = attn @ Wo^T. EARLY: the gate|up rows are loaded with the o_proj rows (programs without an
+    # attention item issue both at once, so DRAM streams during the latency-bound attention), and the down rows
+    # right after the o_proj rows are used
     if FIRST <= 2:
         if LAST >= 2:
             wo, ro, mo = _row_block(wo_ptr, pid * RO, RO, H, Hq * D, BLOCK_RO, BLOCK_QO)
+            if EARLY:
+                if LAST >= 3:
+                    wg, rg, mg = _row_block(wgu_ptr, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
+                    wu, ru, mu = _row_block(wgu_ptr + INTER * H, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
             _enter(2, FIRST, bar_ptr, NPROG, PDL)
             a = _vector(attn_ptr, Hq * D, BLOCK_QO, True).to(tl.float32)
             tl.store(o_ptr + ro, tl.sum(wo.to(tl.float32) * a[None, :], 1).to(dt), mask=mo)
+            if EARLY:
+                if LAST >= 4:
+                    wd, rd, md = _row_block(wd_ptr, pid * RD, RD, H, INTER, BLOCK_RD, BLOCK_I)
     # phase 3: gate|up = rmsnorm(o + h1) @ Wgu^T, act = silu(gate) * up; program 0 writes h2 = o + h1
     if FIRST <= 3:
         if LAST >= 3:
-            wg, rg, mg = _row_block(wgu_ptr, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
-            wu, ru, mu = _row_block(wgu_ptr + INTER * H, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
+            if (not EARLY) or FIRST == 3:  # else loaded in phase 2
+                wg, rg, mg = _row_block(wgu_ptr, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
+                wu, ru, mu = _row_block(wgu_ptr + INTER * H, pid * RG, RG, INTER, H, BLOCK_RG, BLOCK_H)
             nw2 = _vector(post_nw_ptr, H, BLOCK_H, False).to(tl.float32)
             _enter(3, FIRST, bar_ptr, NPROG, PDL)
             h2 = (_vector(o_ptr, H, BLOCK_H, True).to(tl.float32)
@@ -374,7 +395,8 @@ def _layer_bs1_kernel(
             tl.store(act_ptr + rg, (act * up).to(dt), mask=mg)
     # phase 4: y = act @ Wd^T
     if LAST >= 4:
-        wd, rd, md = _row_block(wd_ptr, pid * RD, RD, H, INTER, BLOCK_RD, BLOCK_I)
+        if (not EARLY) or FIRST >= 3:  # else loaded in phase 2
+            wd, rd, md = _row_block(wd_ptr, pid * RD, RD, H, INTER, BLOCK_RD, BLOCK_I)
         _enter(4, FIRST, bar_ptr, NPROG, PDL)
         av = _vector(act_ptr, INTER, BLOCK_I, True).to(tl.float32)
         tl.store(y_ptr + rd, tl.sum(wd.to(tl.float32) * av[None, :], 1).to(dt), mask=md)
@@ -445,7 +467,7 @@ def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw:
         BLOCK_RD=next_pow2(rd), BLOCK_G=max(16, next_pow2(Hq // Hkv)), BLOCK_D=max(16, next_pow2(D)),
         BLOCK_N=cfg["BLOCK_N"], PREC="ieee" if dt == torch.float32 else "tf32", HAS_RES=residual is not None,
         HAS_BIAS=lw.qkv_bias is not None, HAS_NORM=has_norm, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS,
-        NPROG=nprog, num_warps=layer_bs1_warps(),
+        NPROG=nprog, num_warps=layer_bs1_warps(), EARLY=layer_bs1_prefetch() == "early",
         **pdl_args(dev),
     )
     for first, last in ([(k, k) for k in range(5)] if phases else [(0, 4)]):

@@ -1,11 +1,12 @@
 # The batch-1 decoder-layer kernel (kernels/layer_bs1.py, TACHYON_LAYER_BS1), first GPU run (stop 55 built it on
 # CPU only). Steps (comma-separated argument, default all; each with its own timeout, so a hang, e.g. a grid
 # barrier whose programs are not all resident, costs one step):
-#   tests   its kernel tests on the GPU: the one-launch form against the five-launch form, bf16 and fp32, both
-#           layouts (~1-2 min, mostly compiles)
-#   rows    run_all.py's layer rows at the Qwen3-0.6B shape, 256 and 4,096 keys, against the floor and the reference
+#   tests   its kernel tests on the GPU: the one-launch form against the five-launch form (16 / 8 warps, next /
+#           early prefetch), bf16 and fp32, both layouts (~1-2 min, mostly compiles)
+#   rows    run_all.py's layer rows at the Qwen3-0.6B shape, 256 and 4,096 keys (one launch with either prefetch,
+#           five launches), against the floor and the reference
 #   engine  one 0.6B engine, bs1 generation timed with its decode graphs re-captured per variant, two alternating
-#           rounds: the default, the layer kernel at 16 and 8 warps, its five-launch form
+#           rounds: the default, the layer kernel at 16 and 8 warps, with the early prefetch, its five-launch form
 #   trace   the replayed bs1 step's kernels at a 256-token context, default against the layer kernel (step_trace.py)
 #   parity  greedy parity at batch 1 against the torch reference path, layer kernel on (engine_smoke.py)
 #   bench   `bench offline` bs1, engine alone, off / fused alternating processes, 3 repeats each
@@ -22,7 +23,7 @@ if want rows; then
   (cd benchmarks/kernels && timeout 150 python3 run_all.py --only layer_bs1 --out $OUT/kernels 2>&1 | f | tail -8)
 fi
 if want engine; then
-  V=auto,layer=fused,layer=fused+lwarps=8,layer=phases
+  V=auto,layer=fused,layer=fused+lwarps=8,layer=fused+lpf=early,layer=fused+lwarps=8+lpf=early,layer=phases
   timeout 300 python3 benchmarks/gpu/engine_gaps.py --shape qwen3-0.6b --out $OUT/gaps --no-profile --variants $V,$V \
     2>&1 | f | grep "tok/s\|Error\|error" | cut -c1-160
 fi
