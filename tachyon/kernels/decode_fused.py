@@ -86,6 +86,80 @@ def _block_ids(bt_row, n0, kv_end, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
     return tl.load(bt_row + n // PAGE, mask=n < kv_end, other=0)
 
 
+@triton.jit
+def _attend_split(row, cs_ptr, cache_ptr, slot_ptr, b, qw_ptr, kw_ptr, bt_row, hk, start, end, first, cached_end, S,
+                  scale, eps, stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, d, dmask, k0, v0, nmask0,
+                  Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
+                  ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr, BLOCK_G: tl.constexpr,
+                  BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr, EARLY_TILE: tl.constexpr,
+                  CG: tl.constexpr):
+    """One split's attention for the token whose qkv row is `row` (KV head hk, keys start .. end of S): (q/k
+    norm,) rotary, the cached keys first .. cached_end through the block-table row bt_row (with EARLY_TILE the
+    tile at start is k0 / v0 / nmask0, loaded by the caller), and when the split holds key S - 1 that key from
+    registers, stored to slot_ptr[b]'s slot (skipped for -1). Call after the wait for whatever wrote the row (CG:
+    it was written by another program of this launch: loaded through L2). Returns (o normalised, m_i, l_i)."""
+    last = S - 1
+    xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT, CG)
+    xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT, CG)
+    if CG:
+        v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0, cache_modifier=".cg")
+    else:
+        v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0)
+    m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_G], tl.float32)
+    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
+    if start < end:
+        blk_next = _block_ids(bt_row, first, cached_end, PAGE, BLOCK_N)
+        dd = d[None, :]
+        in_rot = dd < ROT
+        j = tl.where(dd < HALF, dd, dd - HALF)
+        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
+        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
+        sign = tl.where(dd < HALF, -1.0, 1.0)
+        if HAS_NORM:
+            qw, qwp = _norm_weights(qw_ptr, dq, D, HALF, ROT)
+            kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
+        else:
+            qw, qwp, kw, kwp = c, c, c, c  # unused
+        q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
+                         cache_ptr.dtype.element_ty)
+        if EARLY_TILE:
+            if start < cached_end:  # the preloaded tile holds at least one cached key
+                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0.to(q.dtype)), input_precision=PREC) * scale,
+                              float("-inf"))
+                p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+                acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v0.to(q.dtype), input_precision=PREC)
+        for n0 in range(first, cached_end, BLOCK_N):
+            blk = blk_next
+            blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
+            k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
+                                   stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
+            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
+                          float("-inf"))
+            p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
+        if end == S:  # this split holds the new key
+            ct = cache_ptr.dtype.element_ty
+            k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
+            v_st = cast_to_cache(v_new, ct)  # a new name: an e4m3 cache changes its type
+            slot = tl.load(slot_ptr + b)
+            if slot >= 0:
+                dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
+                tl.store(dst, k_new, mask=mk)
+                tl.store(dst + stride_c_kv, v_st, mask=mk)
+            # _softmax_step for a single key, written on [BLOCK_G] vectors (a [BLOCK_G, 1] tile through the
+            # shared step compiles to different, unmeasured code)
+            s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
+            m_new = tl.maximum(m_i, s_new)
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s_new - m_new)
+            l_i = l_i * alpha + p
+            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_st.to(tl.float32)
+            m_i = m_new
+    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    return o, m_i, l_i
+
+
 @triton.jit(do_not_specialize=["num_splits", "stride_bt"])
 def _decode_qkv_kernel(
     qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, out_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
@@ -139,6 +213,7 @@ def _decode_qkv_kernel(
     bt_row = bt_ptr + b * stride_bt
     cached_end = tl.minimum(end, last)
     first = start
+    k0, v0, nmask0 = d, d, dmask  # unused unless EARLY_TILE
     if EARLY_TILE:
         blk0 = _block_ids(bt_row, start, cached_end, PAGE, BLOCK_N)
         k0, v0, nmask0 = _kv_tile(cache_ptr, blk0, start, cached_end, hk, d, dmask,
@@ -146,61 +221,10 @@ def _decode_qkv_kernel(
         first = start + BLOCK_N
     pdl_wait(PDL)
     row = qkv_ptr + b.to(tl.int64) * stride_qkv
-    xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
-    xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
-    v_new = tl.load(row + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0)
-    m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_G], tl.float32)
-    acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
-    if start < end:
-        blk_next = _block_ids(bt_row, first, cached_end, PAGE, BLOCK_N)
-        dd = d[None, :]
-        in_rot = dd < ROT
-        j = tl.where(dd < HALF, dd, dd - HALF)
-        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
-        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
-        sign = tl.where(dd < HALF, -1.0, 1.0)
-        if HAS_NORM:
-            qw, qwp = _norm_weights(qw_ptr, dq, D, HALF, ROT)
-            kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
-        else:
-            qw, qwp, kw, kwp = c, c, c, c  # unused
-        q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
-                         cache_ptr.dtype.element_ty)
-        if EARLY_TILE:
-            if start < cached_end:  # the preloaded tile holds at least one cached key
-                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0.to(q.dtype)), input_precision=PREC) * scale,
-                              float("-inf"))
-                p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-                acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v0.to(q.dtype), input_precision=PREC)
-        for n0 in range(first, cached_end, BLOCK_N):
-            blk = blk_next
-            blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
-            k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
-                                   stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
-                          float("-inf"))
-            p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
-        if end == S:  # this split holds the new key
-            ct = cache_ptr.dtype.element_ty
-            k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
-            v_st = cast_to_cache(v_new, ct)  # a new name: an e4m3 cache changes its type
-            slot = tl.load(slot_ptr + b)
-            if slot >= 0:
-                dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
-                tl.store(dst, k_new, mask=mk)
-                tl.store(dst + stride_c_kv, v_st, mask=mk)
-            # _softmax_step for a single key, written on [BLOCK_G] vectors (a [BLOCK_G, 1] tile through the
-            # shared step compiles to different, unmeasured code)
-            s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
-            m_new = tl.maximum(m_i, s_new)
-            alpha = tl.exp(m_i - m_new)
-            p = tl.exp(s_new - m_new)
-            l_i = l_i * alpha + p
-            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_st.to(tl.float32)
-            m_i = m_new
-    o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+    o, m_i, l_i = _attend_split(
+        row, cs_ptr, cache_ptr, slot_ptr, b, qw_ptr, kw_ptr, bt_row, hk, start, end, first, cached_end, S, scale, eps,
+        stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, d, dmask, k0, v0, nmask0,
+        Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, EARLY_TILE, False)
     omask = gmask[:, None] & dmask[None, :]
     dst_o = out_ptr + b.to(tl.int64) * stride_ot + heads[:, None] * stride_oh + d[None, :]
     if SPLIT:

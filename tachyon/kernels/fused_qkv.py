@@ -89,16 +89,21 @@ def qkv_post_ref(
 
 @triton.jit
 def _load_heads(src_ptr, H, BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
-                ROT: tl.constexpr):
+                ROT: tl.constexpr, CG: tl.constexpr = False):
     """[BLOCK_H, BLOCK_D] tile of H contiguous heads at src_ptr and the same tile of each feature's
     rotate_half partner p(d) (d + HALF below HALF, d - HALF below ROT, itself beyond; re-read rather than
-    shuffled in registers). Returns (x, x_partner, h, d, mask)."""
+    shuffled in registers). CG: through L2 (the heads were written by another program of the running launch).
+    Returns (x, x_partner, h, d, mask)."""
     h = tl.arange(0, BLOCK_H)[:, None]
     d = tl.arange(0, BLOCK_D)[None, :]
     mask = (h < H) & (d < D)
     pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
-    x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0)
-    xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0)
+    if CG:
+        x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0, cache_modifier=".cg")
+        xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0, cache_modifier=".cg")
+    else:
+        x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0)
+        xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0)
     return x, xp, h, d, mask
 
 

@@ -51,12 +51,9 @@ from tachyon.kernels._triton import (
     tl,
     triton,
 )
-from tachyon.kernels.attention import _softmax_step
 from tachyon.kernels.attention_config import decode_config
-from tachyon.kernels.decode_fused import _block_ids, _kv_tile, decode_qkv_attention_ref
-from tachyon.kernels.fused_qkv import _norm_rope, _norm_weights
+from tachyon.kernels.decode_fused import _attend_split, decode_qkv_attention_ref
 from tachyon.kernels.gemv import gemv_ref, rmsnorm_gemv_ref, silu_gemv_ref
-from tachyon.kernels.quant_fp8 import cast_to_cache, to_dot_dtype
 from tachyon.kernels.split_kv import INLINE_MERGE_SPLITS, MAX_KV_SPLITS, MIN_SPLIT_KEYS, _split_len, _split_output
 
 # most weight elements one program holds for one phase (its row block, whole K): beyond it the tiles spill
@@ -222,30 +219,17 @@ def _enter(k: tl.constexpr, FIRST: tl.constexpr, bar_ptr, NPROG: tl.constexpr, P
 
 
 @triton.jit
-def _heads_cg(src_ptr, H, BLOCK_H: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, HALF: tl.constexpr,
-              ROT: tl.constexpr):
-    """fused_qkv._load_heads through L2 (the qkv row is this launch's): (x, x_partner, h, d, mask)."""
-    h = tl.arange(0, BLOCK_H)[:, None]
-    d = tl.arange(0, BLOCK_D)[None, :]
-    mask = (h < H) & (d < D)
-    pd = tl.where(d < HALF, d + HALF, tl.where(d < ROT, d - HALF, d))
-    x = tl.load(src_ptr + h * D + d, mask=mask, other=0.0, cache_modifier=".cg")
-    xp = tl.load(src_ptr + h * D + pd, mask=mask, other=0.0, cache_modifier=".cg")
-    return x, xp, h, d, mask
-
-
-@triton.jit
 def _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
             S, bt_ptr, scale, eps, num_splits, stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
             Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
             ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr, BLOCK_G: tl.constexpr,
             BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr, LSE_S: tl.constexpr,
             MERGE_S: tl.constexpr):
-    """Work item (KV head hk, split sp) of the single sequence: decode_fused._decode_qkv_kernel's program (b = 0,
-    early exit of empty splits, inline merge into attn [Hq, D])."""
+    """Work item (KV head hk, split sp) of the single sequence: decode_fused.py's split program (its
+    `_attend_split`, the qkv row read through L2), empty splits skipped, the splits merged inline into attn
+    [Hq, D] by the last to finish."""
     hk = item // num_splits
     sp = item % num_splits
-    last = S - 1
     split_len = _split_len(S, num_splits, BLOCK_N)
     start = sp * split_len
     end = tl.minimum(start + split_len, S)
@@ -255,53 +239,11 @@ def _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr
         gmask = g < G
         dmask = d < D
         heads = hk * G + g
-        cached_end = tl.minimum(end, last)
-        xq, xqp, hq, dq, mq = _heads_cg(qkv_ptr + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT)
-        xk, xkp, hk1, dk, mk = _heads_cg(qkv_ptr + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT)
-        v_new = tl.load(qkv_ptr + (Hq + Hkv + hk) * D + dk, mask=mk, other=0.0, cache_modifier=".cg")
-        m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
-        l_i = tl.zeros([BLOCK_G], tl.float32)
-        acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
-        blk_next = _block_ids(bt_ptr, start, cached_end, PAGE, BLOCK_N)
-        dd = d[None, :]
-        in_rot = dd < ROT
-        j = tl.where(dd < HALF, dd, dd - HALF)
-        c = tl.load(cs_ptr + last * stride_cs + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
-        s = tl.load(cs_ptr + last * stride_cs + HALF + j, mask=in_rot, other=0.0).to(xq.dtype).to(tl.float32)
-        sign = tl.where(dd < HALF, -1.0, 1.0)
-        if HAS_NORM:
-            qw, qwp = _norm_weights(qw_ptr, dq, D, HALF, ROT)
-            kw, kwp = _norm_weights(kw_ptr, dk, D, HALF, ROT)
-        else:
-            qw, qwp, kw, kwp = c, c, c, c  # unused
-        q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
-                         cache_ptr.dtype.element_ty)
-        for n0 in range(start, cached_end, BLOCK_N):
-            blk = blk_next
-            blk_next = _block_ids(bt_ptr, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
-            k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
-                                   stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
-                          float("-inf"))
-            p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
-        if end == S:  # this split holds the new key: it stores it and adds it from registers
-            ct = cache_ptr.dtype.element_ty
-            k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
-            v_st = cast_to_cache(v_new, ct)
-            slot = tl.load(slot_ptr)
-            if slot >= 0:
-                dst = cache_ptr + slot * stride_c_tok + hk * stride_c_h + dk
-                tl.store(dst, k_new, mask=mk)
-                tl.store(dst + stride_c_kv, v_st, mask=mk)
-            s_new = tl.sum(q.to(tl.float32) * k_new.to(tl.float32), 1) * scale
-            m_new = tl.maximum(m_i, s_new)
-            alpha = tl.exp(m_i - m_new)
-            p = tl.exp(s_new - m_new)
-            l_i = l_i * alpha + p
-            acc = acc * alpha[:, None] + p.to(q.dtype).to(tl.float32)[:, None] * v_st.to(tl.float32)
-            m_i = m_new
-        o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
+        o, m_i, l_i = _attend_split(
+            qkv_ptr, cs_ptr, cache_ptr, slot_ptr, 0, qw_ptr, kw_ptr, bt_ptr, hk, start, end, start,
+            tl.minimum(end, S - 1), S, scale, eps, stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+            d, dmask, d, d, dmask, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+            False, True)
         dst_o = attn_ptr + heads[:, None] * D + d[None, :]
         _split_output(o, m_i, l_i, dst_o, mid_o_ptr, mid_lse_ptr, cnt_ptr, 0, hk, sp, S, split_len, num_splits,
                       heads, gmask, d, dmask, Hq, Hkv, D, BLOCK_G, BLOCK_D, True, True, LSE_S, MERGE_S)
