@@ -267,3 +267,19 @@ def test_model_decode_step_through_layer_kernel(arch, monkeypatch):
     close(out, ref, torch.float32)
     for a, b in zip(kv, kv_ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+@needs_triton
+def test_layer_kernel_fp8_cache():
+    """An e4m3 KV cache (kv_cache_dtype="fp8"): the new key and value stored as the reference stores them (the same
+    bytes), y and h2 as the reference's over the same cache (fp32 activations under the interpreter)."""
+    fp8 = torch.float8_e4m3fn
+    case = make_case("qwen3", torch.float32, 200, 512, True)
+    case["kv_cache"] = K.quant_fp8.cast_to_cache_ref(case["kv_cache"], fp8)
+    y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
+    y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
+    close(y_t, y_r, torch.float32)
+    close(h2_t, h2_r, torch.float32)
+    slot = int(case["slot_mapping"][0])
+    assert not torch.isnan(cache_t[:, slot // PAGE, slot % PAGE].float()).any(), "the new key and value are stored"
+    assert torch.equal(cache_t.view(torch.uint8), cache_r.view(torch.uint8))
