@@ -52,7 +52,7 @@ from tachyon.kernels._triton import (
     triton,
 )
 from tachyon.kernels.attention_config import decode_config
-from tachyon.kernels.decode_fused import _attend_split, decode_qkv_attention_ref
+from tachyon.kernels.decode_fused import _attend_split, _block_ids, _kv_tile, decode_qkv_attention_ref
 from tachyon.kernels.gemv import gemv_ref, rmsnorm_gemv_ref, silu_gemv_ref
 from tachyon.kernels.split_kv import INLINE_MERGE_SPLITS, MAX_KV_SPLITS, MIN_SPLIT_KEYS, _split_len, _split_output
 
@@ -224,10 +224,11 @@ def _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr
             Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
             ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr, BLOCK_G: tl.constexpr,
             BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr, LSE_S: tl.constexpr,
-            MERGE_S: tl.constexpr):
+            MERGE_S: tl.constexpr, k0, v0, nmask0, EARLY_TILE: tl.constexpr):
     """Work item (KV head hk, split sp) of the single sequence: decode_fused.py's split program (its
     `_attend_split`, the qkv row read through L2), empty splits skipped, the splits merged inline into attn
-    [Hq, D] by the last to finish."""
+    [Hq, D] by the last to finish. EARLY_TILE: the split's first tile of cached keys is k0 / v0 / nmask0
+    (`_first_tile`, loaded by the caller before it waited)."""
     hk = item // num_splits
     sp = item % num_splits
     split_len = _split_len(S, num_splits, BLOCK_N)
@@ -239,14 +240,37 @@ def _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr
         gmask = g < G
         dmask = d < D
         heads = hk * G + g
+        if EARLY_TILE:
+            first = start + BLOCK_N
+        else:
+            first = start
         o, m_i, l_i = _attend_split(
-            qkv_ptr, cs_ptr, cache_ptr, slot_ptr, 0, qw_ptr, kw_ptr, bt_ptr, hk, start, end, start,
+            qkv_ptr, cs_ptr, cache_ptr, slot_ptr, 0, qw_ptr, kw_ptr, bt_ptr, hk, start, end, first,
             tl.minimum(end, S - 1), S, scale, eps, stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-            d, dmask, d, d, dmask, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
-            False, True)
+            d, dmask, k0, v0, nmask0, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+            EARLY_TILE, True)
         dst_o = attn_ptr + heads[:, None] * D + d[None, :]
         _split_output(o, m_i, l_i, dst_o, mid_o_ptr, mid_lse_ptr, cnt_ptr, 0, hk, sp, S, split_len, num_splits,
                       heads, gmask, d, dmask, Hq, Hkv, D, BLOCK_G, BLOCK_D, True, True, LSE_S, MERGE_S)
+
+
+@triton.jit
+def _first_tile(pid, seq_lens_ptr, bt_ptr, cache_ptr, num_splits, stride_c_kv, stride_c_blk, stride_c_tok,
+                stride_c_h, Hkv: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+                PAGE: tl.constexpr):
+    """The first tile of cached keys (K, V, key mask) of work item pid, when each program has at most one: step
+    inputs and keys of earlier steps only, so it may be loaded before any wait. Empty for a program without an
+    item or a split without cached keys (masked loads: no traffic)."""
+    S = tl.load(seq_lens_ptr)
+    hk = pid // num_splits
+    split_len = _split_len(S, num_splits, BLOCK_N)
+    start = (pid % num_splits) * split_len
+    cached_end = tl.minimum(tl.minimum(start + split_len, S), S - 1)
+    cached_end = tl.where(pid < Hkv * num_splits, cached_end, start)
+    d = tl.arange(0, BLOCK_D)
+    blk = _block_ids(bt_ptr, start, cached_end, PAGE, BLOCK_N)
+    return _kv_tile(cache_ptr, blk, start, cached_end, tl.minimum(hk, Hkv - 1), d, d < D, stride_c_kv, stride_c_blk,
+                    stride_c_tok, stride_c_h, PAGE, BLOCK_N)
 
 
 @triton.jit(do_not_specialize=["num_splits"])
@@ -264,6 +288,7 @@ def _layer_bs1_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr,
     LSE_S: tl.constexpr, MERGE_S: tl.constexpr, HAS_RES: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_NORM: tl.constexpr,
     NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
+    ATTN_EARLY: tl.constexpr = False,
 ):
     """Program p runs phases FIRST .. LAST (module docstring), a grid barrier between two. Weights, norm weights,
     the cos|sin table and the step inputs (seq_lens, slot_mapping, block table) are read before the launch's
@@ -272,6 +297,13 @@ def _layer_bs1_kernel(
     pdl_trigger(PDL)
     pid = tl.program_id(0)
     dt = x_ptr.dtype.element_ty
+    # the attention phase's first tile of cached keys, with the launch's first weights (ATTN_EARLY: every program
+    # has at most one attention item)
+    if ATTN_EARLY:
+        if FIRST <= 1:
+            if LAST >= 1:
+                k0, v0, nmask0 = _first_tile(pid, seq_lens_ptr, bt_ptr, cache_ptr, num_splits, stride_c_kv,
+                                             stride_c_blk, stride_c_tok, stride_c_h, Hkv, D, BLOCK_D, BLOCK_N, PAGE)
     # phase 0: qkv = rmsnorm(x + residual) @ Wqkv^T (+ b)
     if FIRST == 0:
         wa, ra, ma = _row_block(wqkv_ptr, pid * RA, RA, NQKV, H, BLOCK_RA, BLOCK_H)
@@ -295,11 +327,19 @@ def _layer_bs1_kernel(
         if LAST >= 1:
             S = tl.load(seq_lens_ptr)
             _enter(1, FIRST, bar_ptr, NPROG, PDL)
-            for item in range(pid, Hkv * num_splits, NPROG):
-                _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr,
-                        cnt_ptr, S, bt_ptr, scale, qk_eps, num_splits, stride_cs, stride_c_kv, stride_c_blk,
-                        stride_c_tok, stride_c_h, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D,
-                        BLOCK_N, PREC, LSE_S, MERGE_S)
+            if ATTN_EARLY:
+                if pid < Hkv * num_splits:
+                    _attend(pid, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr,
+                            mid_lse_ptr, cnt_ptr, S, bt_ptr, scale, qk_eps, num_splits, stride_cs, stride_c_kv,
+                            stride_c_blk, stride_c_tok, stride_c_h, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE,
+                            BLOCK_G, BLOCK_D, BLOCK_N, PREC, LSE_S, MERGE_S, k0, v0, nmask0, True)
+            else:
+                dd = tl.arange(0, BLOCK_D)
+                for item in range(pid, Hkv * num_splits, NPROG):
+                    _attend(item, qkv_ptr, cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, attn_ptr, mid_o_ptr,
+                            mid_lse_ptr, cnt_ptr, S, bt_ptr, scale, qk_eps, num_splits, stride_cs, stride_c_kv,
+                            stride_c_blk, stride_c_tok, stride_c_h, Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE,
+                            BLOCK_G, BLOCK_D, BLOCK_N, PREC, LSE_S, MERGE_S, dd, dd, dd < D, False)
     # phase 2: o = attn @ Wo^T. EARLY: the gate|up rows are loaded with the o_proj rows (programs without an
     # attention item issue both at once, so DRAM streams during the latency-bound attention), and the down rows
     # right after the o_proj rows are used
@@ -410,6 +450,7 @@ def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw:
         BLOCK_N=cfg["BLOCK_N"], PREC="ieee" if dt == torch.float32 else "tf32", HAS_RES=residual is not None,
         HAS_BIAS=lw.qkv_bias is not None, HAS_NORM=has_norm, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS,
         NPROG=nprog, num_warps=layer_bs1_warps(), EARLY=layer_bs1_prefetch() == "early",
+        ATTN_EARLY=Hkv * splits <= nprog and os.environ.get("TACHYON_LAYER_BS1_EARLY_TILE", "1") != "0",
         **pdl_args(dev),
     )
     for first, last in ([(k, k) for k in range(5)] if phases else [(0, 4)]):

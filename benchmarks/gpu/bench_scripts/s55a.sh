@@ -6,7 +6,8 @@
 #   rows    run_all.py's layer rows at the Qwen3-0.6B shape, 256 and 4,096 keys (one launch with either prefetch,
 #           five launches), against the floor and the reference
 #   engine  one 0.6B engine, bs1 generation timed with its decode graphs re-captured per variant, two alternating
-#           rounds: the default, the layer kernel at 16 and 8 warps, with the early prefetch, its five-launch form
+#           rounds: the default, the layer kernel at 16 and 8 warps, with the early weight prefetch, without the
+#           early attention tile, its five-launch form
 #   trace   the replayed bs1 step's kernels at a 256-token context, default against the layer kernel (step_trace.py)
 #   parity  greedy parity at batch 1 against the torch reference path, layer kernel on (engine_smoke.py)
 #   bench   `bench offline` bs1, engine alone, off / fused alternating processes, 3 repeats each
@@ -23,7 +24,8 @@ if want rows; then
   (cd benchmarks/kernels && timeout 150 python3 run_all.py --only layer_bs1 --out $OUT/kernels 2>&1 | f | tail -8)
 fi
 if want engine; then
-  V=auto,layer=fused,layer=fused+lwarps=8,layer=fused+lpf=early,layer=fused+lwarps=8+lpf=early,layer=phases
+  V=auto,layer=fused,layer=fused+lwarps=8,layer=fused+lpf=early,layer=fused+lwarps=8+lpf=early,layer=fused+ltile=0
+  V=$V,layer=phases
   timeout 300 python3 benchmarks/gpu/engine_gaps.py --shape qwen3-0.6b --out $OUT/gaps --no-profile --variants $V,$V \
     2>&1 | f | grep "tok/s\|Error\|error" | cut -c1-160
 fi
