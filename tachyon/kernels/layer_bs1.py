@@ -23,7 +23,8 @@ Phases (program p of NPROG, one per multiprocessor): 0 qkv rows p*RA.. with the 
 1 attention, one (KV head, split) item per program, (q/k norm,) rotary and the K/V store as decode_fused.py's
 kernel, splits merged by the last to finish; 2 o_proj rows; 3 gate|up row pairs with the post-attention norm in the
 prologue and SiLU-and-mul in the epilogue; 4 down_proj rows. Each program loads its weight rows of the next phase
-before the barrier that precedes it, so weights stream while the grid waits. Values one phase writes and another
+before the barrier that precedes it, so weights stream while the grid waits, and (one attention item per program)
+its split's first tile of cached keys at the launch's start. Values one phase writes and another
 reads go through small scratch buffers and are loaded with .cg (L2, never a stale L1 line).
 
 The barrier needs every program resident at once: NPROG is at most the multiprocessor count and the kernel's
@@ -291,8 +292,9 @@ def _layer_bs1_kernel(
     ATTN_EARLY: tl.constexpr = False,
 ):
     """Program p runs phases FIRST .. LAST (module docstring), a grid barrier between two. Weights, norm weights,
-    the cos|sin table and the step inputs (seq_lens, slot_mapping, block table) are read before the launch's
-    pdl_wait; x and residual after it. h1 (the stream after the previous MLP) is written by program 0 when there
+    the step inputs (seq_lens, block table) and cached keys of earlier steps (ATTN_EARLY's first tile) are read
+    before the launch's pdl_wait; x and residual after it. EARLY: the later phases' weight rows are loaded a phase
+    sooner (layer_bs1_prefetch). h1 (the stream after the previous MLP) is written by program 0 when there
     is a residual, else it is x (the caller passes x as h1)."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
