@@ -59,8 +59,8 @@ from tachyon.kernels.split_kv import INLINE_MERGE_SPLITS, MAX_KV_SPLITS, MIN_SPL
 
 # most weight elements one program holds for one phase (its row block, whole K): beyond it the tiles spill
 MAX_TILE_ELEMENTS = 1 << 16
-# warps per program. Compiled for sm_90 by Triton 3.6 at the Qwen3-0.6B shape (compile_check.py's way): 16 warps
-# 128 registers, 32 bytes spilled; 8 warps 248 registers, none spilled; 70 KiB of shared memory either way
+# warps per program. Compiled for sm_90 by Triton 3.6 at the Qwen3-0.6B shape (compile_check.py's way), one launch:
+# 16 warps 128 registers, 8 warps 182 (254 with the early weight prefetch), no spills; 70 KiB of shared memory
 LAYER_BS1_WARPS = 16
 
 
@@ -111,6 +111,15 @@ def layer_bs1_prefetch() -> str:
     if env not in ("next", "early"):
         raise ValueError(f"TACHYON_LAYER_BS1_PREFETCH must be next or early, got {env!r}")
     return env
+
+
+def layer_bs1_early_tile() -> bool:
+    """Whether each program loads its attention item's first tile of cached keys at the launch's start (when every
+    program has at most one item): on unless TACHYON_LAYER_BS1_EARLY_TILE=0 (an A/B knob read per launch)."""
+    env = os.environ.get("TACHYON_LAYER_BS1_EARLY_TILE", "") or "1"
+    if env not in ("0", "1"):
+        raise ValueError(f"TACHYON_LAYER_BS1_EARLY_TILE must be 0 or 1, got {env!r}")
+    return env == "1"
 
 
 def _rows_per_program(n: int, programs: int) -> int:
@@ -423,6 +432,9 @@ def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw:
     H, Hq, Hkv, D = x.shape[1], lw.num_heads, lw.num_kv_heads, lw.head_dim
     inter = lw.down.shape[1]
     nprog = num_programs or sm_count(dev)
+    if not phases and dev.type == "cuda" and nprog > sm_count(dev):
+        raise ValueError(f"num_programs {nprog} exceeds the {sm_count(dev)} multiprocessors: the one-launch form's "
+                         f"grid barrier needs every program resident at once")
     splits = layer_bs1_splits(max_seq_len, Hkv, nprog)
     qkv = torch.empty(lw.qkv.shape[0], dtype=dt, device=dev)
     attn = torch.empty(Hq * D, dtype=dt, device=dev)
@@ -452,7 +464,7 @@ def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw:
         BLOCK_N=cfg["BLOCK_N"], PREC="ieee" if dt == torch.float32 else "tf32", HAS_RES=residual is not None,
         HAS_BIAS=lw.qkv_bias is not None, HAS_NORM=has_norm, LSE_S=MAX_KV_SPLITS, MERGE_S=INLINE_MERGE_SPLITS,
         NPROG=nprog, num_warps=layer_bs1_warps(), EARLY=layer_bs1_prefetch() == "early",
-        ATTN_EARLY=Hkv * splits <= nprog and os.environ.get("TACHYON_LAYER_BS1_EARLY_TILE", "1") != "0",
+        ATTN_EARLY=Hkv * splits <= nprog and layer_bs1_early_tile(),
         **pdl_args(dev),
     )
     for first, last in ([(k, k) for k in range(5)] if phases else [(0, 4)]):
