@@ -137,7 +137,7 @@ def test_layer_kernel_more_items_than_programs():
 
 
 @needs_triton
-@pytest.mark.timeout(120)  # a barrier that never opens hangs rather than fails
+@pytest.mark.timeout(120, method="thread")  # a barrier that never opens hangs rather than fails
 @pytest.mark.parametrize("prefetch", ["next", "early"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_layer_kernel_one_launch_single_program(shape, prefetch, monkeypatch):
@@ -160,7 +160,7 @@ def test_layer_kernel_one_launch_single_program(shape, prefetch, monkeypatch):
 
 
 @pytest.mark.skipif(not CUDA, reason="the grid barrier needs every program resident at once: a GPU")
-@pytest.mark.timeout(180)  # a barrier that never opens hangs rather than fails
+@pytest.mark.timeout(180, method="thread")  # a barrier that never opens hangs rather than fails
 @pytest.mark.parametrize("warps,prefetch", [("16", "next"), ("8", "next"), ("16", "early"), ("8", "early")])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_layer_kernel_one_launch_matches_phases(shape, warps, prefetch, monkeypatch):
@@ -224,7 +224,7 @@ def _tiny_model(arch: str):
 
 
 @needs_triton
-@pytest.mark.timeout(180)  # the fused form on a GPU: a barrier that never opens hangs rather than fails
+@pytest.mark.timeout(180, method="thread")  # fused on a GPU: a barrier that never opens hangs rather than fails
 @pytest.mark.parametrize("mode", ["phases", "fused"] if CUDA else ["phases"])
 @pytest.mark.parametrize("arch", list(SHAPES))
 def test_model_decode_step_through_layer_kernel(arch, mode, monkeypatch):
