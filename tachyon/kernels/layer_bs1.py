@@ -283,8 +283,22 @@ def _first_tile(pid, seq_lens_ptr, bt_ptr, cache_ptr, num_splits, stride_c_kv, s
                     stride_c_tok, stride_c_h, PAGE, BLOCK_N)
 
 
-@triton.jit(do_not_specialize=["num_splits"])
-def _layer_bs1_kernel(
+@triton.jit
+def _enter_layer(first_layer, bar_ptr, NPROG: tl.constexpr, PDL: tl.constexpr, IN_LOOP: tl.constexpr):
+    """The start of a layer's first phase: the previous kernel's end, or in the model kernel (IN_LOOP) the grid
+    barrier after the previous layer (the previous kernel's end for the first layer)."""
+    if IN_LOOP:
+        if first_layer:
+            pdl_wait(PDL)
+        else:
+            _grid_sync(bar_ptr, NPROG)
+    else:
+        pdl_wait(PDL)
+
+
+@triton.jit
+def _layer_phases(
+    pid, first_layer,
     x_ptr, res_ptr, h1_ptr, in_nw_ptr, wqkv_ptr, bqkv_ptr, qkv_ptr,
     cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, seq_lens_ptr, bt_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
     wo_ptr, o_ptr, post_nw_ptr, wgu_ptr, act_ptr, h2_ptr, wd_ptr, y_ptr, bar_ptr,
@@ -297,16 +311,17 @@ def _layer_bs1_kernel(
     RG: tl.constexpr, BLOCK_RG: tl.constexpr, RD: tl.constexpr, BLOCK_RD: tl.constexpr,
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr,
     LSE_S: tl.constexpr, MERGE_S: tl.constexpr, HAS_RES: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_NORM: tl.constexpr,
-    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
-    ATTN_EARLY: tl.constexpr = False,
+    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr,
+    ATTN_EARLY: tl.constexpr, IN_LOOP: tl.constexpr,
 ):
-    """Program p runs phases FIRST .. LAST (module docstring), a grid barrier between two. Weights, norm weights,
-    the step inputs (seq_lens, block table) and cached keys of earlier steps (ATTN_EARLY's first tile) are read
-    before the launch's pdl_wait; x and residual after it. EARLY: the later phases' weight rows are loaded a phase
-    sooner (layer_bs1_prefetch). h1 (the stream after the previous MLP) is written by program 0 when there
-    is a residual, else it is x (the caller passes x as h1)."""
-    pdl_trigger(PDL)
-    pid = tl.program_id(0)
+    """Phases FIRST .. LAST of one layer for program pid (module docstring), a grid barrier between two. The
+    first phase starts after the previous kernel (pdl_wait), or with IN_LOOP (the model kernel) after the grid
+    barrier unless `first_layer`. Weights, norm weights, the step inputs (seq_lens, block table) and cached keys
+    of earlier steps (ATTN_EARLY's first tile) are read before that wait; x and residual after it, through L2
+    (the model kernel wrote them). EARLY: the later phases' weight rows are loaded a phase sooner
+    (layer_bs1_prefetch). h1 (the stream after the previous MLP) is written by program 0 when there is a
+    residual, else it is x (the caller passes x as h1)."""
+
     dt = x_ptr.dtype.element_ty
     # the attention phase's first tile of cached keys, with the launch's first weights (ATTN_EARLY: every program
     # has at most one attention item)
@@ -321,10 +336,10 @@ def _layer_bs1_kernel(
         nw = _vector(in_nw_ptr, H, BLOCK_H, False).to(tl.float32)
         if HAS_BIAS:
             ba = tl.load(bqkv_ptr + ra, mask=ma, other=0.0).to(tl.float32)
-        pdl_wait(PDL)
-        h = _vector(x_ptr, H, BLOCK_H, False)
+        _enter_layer(first_layer, bar_ptr, NPROG, PDL, IN_LOOP)
+        h = _vector(x_ptr, H, BLOCK_H, True)
         if HAS_RES:
-            h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, False).to(tl.float32)).to(dt)
+            h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, True).to(tl.float32)).to(dt)
             if pid == 0:
                 tl.store(h1_ptr + tl.arange(0, BLOCK_H), h, mask=tl.arange(0, BLOCK_H) < H)
         hf = h.to(tl.float32)
@@ -393,6 +408,37 @@ def _layer_bs1_kernel(
         _enter(4, FIRST, bar_ptr, NPROG, PDL)
         av = _vector(act_ptr, INTER, BLOCK_I, True).to(tl.float32)
         tl.store(y_ptr + rd, tl.sum(wd.to(tl.float32) * av[None, :], 1).to(dt), mask=md)
+
+
+
+
+@triton.jit(do_not_specialize=["num_splits"])
+def _layer_bs1_kernel(
+    x_ptr, res_ptr, h1_ptr, in_nw_ptr, wqkv_ptr, bqkv_ptr, qkv_ptr,
+    cs_ptr, cache_ptr, slot_ptr, qw_ptr, kw_ptr, seq_lens_ptr, bt_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr,
+    wo_ptr, o_ptr, post_nw_ptr, wgu_ptr, act_ptr, h2_ptr, wd_ptr, y_ptr, bar_ptr,
+    eps, qk_eps, scale, num_splits,
+    stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
+    H: tl.constexpr, BLOCK_H: tl.constexpr, NQKV: tl.constexpr, Hq: tl.constexpr, Hkv: tl.constexpr,
+    G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr, ROT: tl.constexpr, INTER: tl.constexpr,
+    BLOCK_QO: tl.constexpr, BLOCK_I: tl.constexpr, PAGE: tl.constexpr,
+    RA: tl.constexpr, BLOCK_RA: tl.constexpr, RO: tl.constexpr, BLOCK_RO: tl.constexpr,
+    RG: tl.constexpr, BLOCK_RG: tl.constexpr, RD: tl.constexpr, BLOCK_RD: tl.constexpr,
+    BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr,
+    LSE_S: tl.constexpr, MERGE_S: tl.constexpr, HAS_RES: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_NORM: tl.constexpr,
+    NPROG: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
+    ATTN_EARLY: tl.constexpr = False,
+):
+    """One layer, phases FIRST .. LAST (_layer_phases); the first waits for the previous kernel."""
+    pdl_trigger(PDL)
+    _layer_phases(
+        tl.program_id(0), True, x_ptr, res_ptr, h1_ptr, in_nw_ptr, wqkv_ptr, bqkv_ptr, qkv_ptr, cs_ptr, cache_ptr,
+        slot_ptr, qw_ptr, kw_ptr, seq_lens_ptr, bt_ptr, attn_ptr, mid_o_ptr, mid_lse_ptr, cnt_ptr, wo_ptr, o_ptr,
+        post_nw_ptr, wgu_ptr, act_ptr, h2_ptr, wd_ptr, y_ptr, bar_ptr, eps, qk_eps, scale, num_splits, stride_cs,
+        stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, H, BLOCK_H, NQKV, Hq, Hkv, G, D, HALF, ROT, INTER,
+        BLOCK_QO, BLOCK_I, PAGE, RA, BLOCK_RA, RO, BLOCK_RO, RG, BLOCK_RG, RD, BLOCK_RD, BLOCK_G, BLOCK_D,
+        BLOCK_N, PREC, LSE_S, MERGE_S, HAS_RES, HAS_BIAS, HAS_NORM, NPROG, FIRST, LAST, PDL, EARLY, ATTN_EARLY,
+        False)
 
 
 _BARRIERS: dict[str, torch.Tensor] = {}
