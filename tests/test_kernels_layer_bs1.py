@@ -225,13 +225,15 @@ def _tiny_model(arch: str):
 
 @needs_triton
 @pytest.mark.timeout(180, method="thread")  # fused on a GPU: a barrier that never opens hangs rather than fails
-@pytest.mark.parametrize("mode", ["phases", "fused"] if CUDA else ["phases"])
+@pytest.mark.parametrize("mode", ["phases", "fused", "model"] if CUDA else ["phases", "model"])
 @pytest.mark.parametrize("arch", list(SHAPES))
 def test_model_decode_step_through_layer_kernel(arch, mode, monkeypatch):
-    """The model's decode step with every layer through the layer kernel (TACHYON_LAYER_BS1=phases, under the
-    interpreter on CPU; on a GPU also fused) against the same step without it (the reference path on CPU, the
-    unfused kernels on a GPU): hidden states and every layer's cache."""
+    """The model's decode step through the batch-1 kernels (TACHYON_LAYER_BS1: every layer through the layer
+    kernel, or all in the model kernel; Triton under the interpreter on CPU, the model kernel there on one program)
+    against the same step without them (the reference path on CPU, the unfused kernels on a GPU): hidden states and
+    every layer's cache."""
     from tachyon.engine.batch import AttentionMetadata
+    from tachyon.kernels import layer_bs1
 
     model, spec = _tiny_model(arch)
     model.to(DEV)
@@ -254,14 +256,22 @@ def test_model_decode_step_through_layer_kernel(arch, mode, monkeypatch):
         calls = []
         monkeypatch.setenv("TACHYON_LAYER_BS1", mode if layer_kernel else "off")
         if layer_kernel:
-            real = K.decoder_layer_bs1
-            if not CUDA:  # CPU tensors take the reference path unless told otherwise
+            if not CUDA:  # CPU tensors take the reference path unless told otherwise; one program passes barriers
                 monkeypatch.setattr(K, "use_triton", lambda t: True)
-            monkeypatch.setattr(K, "decoder_layer_bs1", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+                monkeypatch.setattr(layer_bs1, "sm_count", lambda dev: 1 if mode == "model" else 132)
+            for name in ("decoder_layer_bs1", "decoder_model_bs1"):
+                real = getattr(K, name)
+                monkeypatch.setattr(K, name, lambda *a, name=name, real=real, **kw: calls.append((name, kw))
+                                    or real(*a, **kw))
         with torch.no_grad():
             out = model(ids, pos, meta)
         monkeypatch.undo()
-        assert calls == ([{"phases": mode == "phases"}] * spec.num_layers if layer_kernel else [])
+        if not layer_kernel:
+            assert calls == []
+        elif mode == "model":
+            assert calls == [("decoder_model_bs1", {})]
+        else:
+            assert calls == [("decoder_layer_bs1", {"phases": mode == "phases"})] * spec.num_layers
         return out, kv
 
     ref, kv_ref = step(False)

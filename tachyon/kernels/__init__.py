@@ -41,6 +41,8 @@ from tachyon.kernels.layer_bs1 import (
     LayerBs1Weights,
     decoder_layer_bs1_ref,
     decoder_layer_bs1_triton,
+    decoder_model_bs1_ref,
+    decoder_model_bs1_triton,
     layer_bs1_fits,
     layer_bs1_mode,
 )
@@ -202,6 +204,22 @@ def decoder_layer_bs1(
     fn = decoder_layer_bs1_triton if use_triton(x) else decoder_layer_bs1_ref
     return fn(x, residual, lw, kv_cache, cos_sin_cache, slot_mapping, seq_lens, block_tables, max_seq_len,
               phases=phases)
+
+
+def decoder_model_bs1(
+    x: torch.Tensor,
+    layers: list[LayerBs1Weights],
+    kv_caches: list[torch.Tensor],
+    cos_sin_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_tables: torch.Tensor,
+    max_seq_len: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every decoder layer for one decode token -> (last MLP output, residual stream after its attention): one
+    Triton launch on CUDA, the layer references in turn otherwise (layer_bs1.py)."""
+    fn = decoder_model_bs1_triton if use_triton(x) else decoder_model_bs1_ref
+    return fn(x, layers, kv_caches, cos_sin_cache, slot_mapping, seq_lens, block_tables, max_seq_len)
 
 
 def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_norm_weight, k_norm_weight, eps,
@@ -380,6 +398,9 @@ __all__ = [
     "decoder_layer_bs1",
     "decoder_layer_bs1_ref",
     "decoder_layer_bs1_triton",
+    "decoder_model_bs1",
+    "decoder_model_bs1_ref",
+    "decoder_model_bs1_triton",
     "LayerBs1Weights",
     "layer_bs1_fits",
     "layer_bs1_mode",

@@ -86,11 +86,12 @@ class LayerBs1Weights:
 
 def layer_bs1_mode() -> str:
     """TACHYON_LAYER_BS1: "off" (default: the layer's ten-kernel path), "fused" (one launch per layer, grid
-    barriers) or "phases" (the same kernel as five launches). An A/B knob read per forward: a CUDA graph keeps what
-    was in force at capture."""
+    barriers), "phases" (the same kernel as five launches) or "model" (every layer in one launch,
+    decoder_model_bs1; a layer run on its own then takes "fused"). An A/B knob read per forward: a CUDA graph keeps
+    what was in force at capture."""
     mode = os.environ.get("TACHYON_LAYER_BS1", "") or "off"
-    if mode not in ("off", "fused", "phases"):
-        raise ValueError(f"TACHYON_LAYER_BS1 must be off, fused or phases, got {mode!r}")
+    if mode not in ("off", "fused", "phases", "model"):
+        raise ValueError(f"TACHYON_LAYER_BS1 must be off, fused, phases or model, got {mode!r}")
     return mode
 
 

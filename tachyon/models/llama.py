@@ -155,9 +155,11 @@ class DecoderLayer(nn.Module):
             at.head_dim, at.scale)
 
     def bs1_layer_mode(self, x: torch.Tensor, meta) -> str:
-        """How a step runs this layer: "fused" / "phases" (kernels.decoder_layer_bs1, one launch or five) for one
-        decode token on CUDA when TACHYON_LAYER_BS1 asks for it, the weights are in x's dtype (not FP8) and the
-        row blocks fit (layer_bs1_fits); else "off", the layer's usual kernels."""
+        """How a step runs this layer: "fused" / "phases" (kernels.decoder_layer_bs1, one launch or five; "model":
+        the model runs every layer in one launch, kernels.decoder_model_bs1) for one decode token on CUDA when
+        TACHYON_LAYER_BS1 asks for it, the weights are in x's dtype (not FP8) and the row blocks fit
+        (layer_bs1_fits); else "off", the layer's usual kernels. Every layer shares one shape, so the first
+        layer's answer is the model's."""
         if x.shape[0] != 1 or meta.max_query_len != 1 or meta.parts is not None or not kernels.use_triton(x):
             return "off"
         mode = kernels.layer_bs1_mode()
@@ -262,6 +264,13 @@ class DecoderForCausalLM(nn.Module):
         its order, and the last layer runs its attention output path and MLP on them alone (every row's K/V
         is still stored)."""
         x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        if keep is None and self.layers[0].bs1_layer_mode(x, meta) == "model":
+            x, residual = kernels.decoder_model_bs1(
+                x, [layer.bs1_weights() for layer in self.layers],
+                [layer.self_attn.kv_cache for layer in self.layers], self.rotary.cos_sin_cache, meta.slot_mapping,
+                meta.seq_lens, meta.block_tables, meta.max_seq_len)
+            x, _ = self.norm(x, residual)
+            return x
         residual = None
         last = len(self.layers) - 1 if keep is not None else len(self.layers)
         for layer in self.layers[:last]:
