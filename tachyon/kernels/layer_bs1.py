@@ -340,7 +340,11 @@ def _layer_phases(
         _enter_layer(first_layer, bar_ptr, NPROG, PDL, IN_LOOP)
         h = _vector(x_ptr, H, BLOCK_H, True)
         if HAS_RES:
-            h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, True).to(tl.float32)).to(dt)
+            if IN_LOOP:  # the model kernel's first layer has no residual: the stream is x
+                if not first_layer:
+                    h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, True).to(tl.float32)).to(dt)
+            else:
+                h = (h.to(tl.float32) + _vector(res_ptr, H, BLOCK_H, True).to(tl.float32)).to(dt)
             if pid == 0:
                 tl.store(h1_ptr + tl.arange(0, BLOCK_H), h, mask=tl.arange(0, BLOCK_H) < H)
         hf = h.to(tl.float32)
@@ -455,7 +459,7 @@ def _table_ptr(tab_ptr, row: tl.constexpr, L, like):
 
 @triton.jit(do_not_specialize=["num_splits", "L"])
 def _model_bs1_kernel(
-    tab_ptr, L, x_ptr, res0_ptr, cache0_ptr, h1_ptr, qkv_ptr, cs_ptr, slot_ptr, seq_lens_ptr, bt_ptr, attn_ptr,
+    tab_ptr, L, x_ptr, cache0_ptr, h1_ptr, qkv_ptr, cs_ptr, slot_ptr, seq_lens_ptr, bt_ptr, attn_ptr,
     mid_o_ptr, mid_lse_ptr, cnt_ptr, o_ptr, act_ptr, h2_ptr, y_ptr, bar_ptr,
     eps, qk_eps, scale, num_splits,
     stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
@@ -469,9 +473,9 @@ def _model_bs1_kernel(
     NPROG: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr, ATTN_EARLY: tl.constexpr,
 ):
     """All L layers for one decode token in one launch: layer l's five phases (_layer_phases) with its pointers
-    from column l of tab [TABLE_ROWS, L], a grid barrier between layers too. The first layer reads x and res0 (the
-    residual, zeros for the model's first layer); each later one the previous layer's y and h2. cache0_ptr (layer
-    0's cache) only types the cache pointers. Every program's next-layer weight rows and first attention tile load
+    from column l of tab [TABLE_ROWS, L], a grid barrier between layers too. The first layer reads x (the residual
+    stream itself); each later one the previous layer's y and h2. cache0_ptr (layer 0's cache) only types the cache
+    pointers. Every program's next-layer weight rows and first attention tile load
     before the barrier that ends the previous layer."""
     pdl_trigger(PDL)
     pid = tl.program_id(0)
@@ -479,12 +483,10 @@ def _model_bs1_kernel(
         col = tab_ptr + layer
         if layer == 0:
             xin = x_ptr
-            rin = res0_ptr
         else:
             xin = y_ptr
-            rin = h2_ptr
         _layer_phases(
-            pid, layer == 0, xin, rin, h1_ptr, _table_ptr(col, 0, L, x_ptr), _table_ptr(col, 1, L, x_ptr),
+            pid, layer == 0, xin, h2_ptr, h1_ptr, _table_ptr(col, 0, L, x_ptr), _table_ptr(col, 1, L, x_ptr),
             _table_ptr(col, 2, L, x_ptr), qkv_ptr, cs_ptr, _table_ptr(col, 9, L, cache0_ptr), slot_ptr,
             _table_ptr(col, 3, L, x_ptr), _table_ptr(col, 4, L, x_ptr), seq_lens_ptr, bt_ptr, attn_ptr, mid_o_ptr,
             mid_lse_ptr, cnt_ptr, _table_ptr(col, 5, L, x_ptr), o_ptr, _table_ptr(col, 6, L, x_ptr),
@@ -631,10 +633,9 @@ def decoder_model_bs1_triton(x: torch.Tensor, layers: list[LayerBs1Weights], kv_
             raise ValueError("layers: every layer and cache must share the first one's shapes, dtypes and options")
     consts, sc = _prepare(x, lw0, cache0, cos_sin_cache, block_tables, max_seq_len, num_programs, True)
     table = pointer_table(layers, kv_caches)
-    res0 = torch.zeros_like(x)
     h1, h2, y = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
     _model_bs1_kernel[(sc["nprog"],)](
-        table, len(layers), x, res0, cache0, h1, sc["qkv"], cos_sin_cache, slot_mapping, seq_lens, block_tables,
+        table, len(layers), x, cache0, h1, sc["qkv"], cos_sin_cache, slot_mapping, seq_lens, block_tables,
         sc["attn"], sc["mid_o"], sc["mid_lse"], sc["cnt"], sc["o"], sc["act"], h2, y, sc["bar"], lw0.eps, lw0.qk_eps,
         lw0.scale, sc["splits"], cos_sin_cache.stride(0), cache0.stride(0), cache0.stride(1), cache0.stride(2),
         cache0.stride(3), **consts)
