@@ -64,6 +64,22 @@ def make_case(shape: str, dtype: torch.dtype, seq_len: int, max_seq_len: int, re
     )
 
 
+def close_layer(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> None:
+    """A whole layer chains five bf16-rounded stages (qkv, attention, o_proj, the SiLU product, down_proj), and the
+    kernel rounds some of them at other points than the reference (the normalised row never; the norm's 1/rms
+    after the dot product), so in bf16 single elements may differ by a few ulps beyond the per-kernel tolerance: the
+    norm-wise relative error must stay within 1e-2 and every element within three times the per-kernel tolerance.
+    fp32 as `close`."""
+    if dtype == torch.float32:
+        close(a, b, dtype)
+        return
+    assert not torch.isnan(a).any(), "NaN (unwritten or bad) elements"
+    a, b = a.float(), b.float()
+    assert float((a - b).norm() / b.norm()) <= 1e-2, "norm-wise relative error above 1e-2"
+    t = tol(dtype)
+    torch.testing.assert_close(a, b, rtol=3 * t["rtol"], atol=3 * t["atol"])
+
+
 def run(fn, case: dict, **kw):
     """(y, h2, cache after) of one call on a fresh copy of the cache."""
     args = dict(case, kv_cache=case["kv_cache"].clone(), **kw)
@@ -117,8 +133,8 @@ def test_layer_kernel_matches_reference(shape, dtype, seq_len, max_seq_len, resi
     case = make_case(shape, dtype, seq_len, max_seq_len, residual)
     y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
     y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
-    close(y_t, y_r, dtype)
-    close(h2_t, h2_r, dtype)
+    close_layer(y_t, y_r, dtype)
+    close_layer(h2_t, h2_r, dtype)
     assert not torch.isnan(cache_t[:, case["slot_mapping"][0] // PAGE, case["slot_mapping"][0] % PAGE]).any()
     torch.testing.assert_close(cache_t.float(), cache_r.float(), equal_nan=True, **tol(dtype))
     assert_counters_zero()
@@ -329,8 +345,8 @@ def test_model_kernel(shape, prefetch, monkeypatch):
     gen0 = int(bar[1])
     y_r, h2_r = decoder_model_bs1_ref(base["x"], layers, caches_r, **common)
     y_t, h2_t = decoder_model_bs1_triton(base["x"], layers, caches_t, **common, num_programs=0 if CUDA else 1)
-    close(y_t, y_r, dtype)
-    close(h2_t, h2_r, dtype)
+    close_layer(y_t, y_r, dtype)
+    close_layer(h2_t, h2_r, dtype)
     for a, b in zip(caches_t, caches_r):
         torch.testing.assert_close(a, b, equal_nan=True, **tol(dtype))
     assert int(bar[0]) == 0 and int(bar[1]) == gen0 + 5 * len(layers) - 1
