@@ -38,4 +38,4 @@ if want bench; then
   done; done
 fi
 echo "== done $(date +%T)"
-(cd $OUT && tar czf ../s56a.tgz . && rm -rf ./* && mv ../s56a.tgz .)  # at most 8 files come back
+(cd $OUT && tar czf /tmp/s56a.tgz . && rm -rf ./* && mv /tmp/s56a.tgz .)  # at most 8 files come back
