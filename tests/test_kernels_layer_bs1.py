@@ -208,7 +208,7 @@ def test_fits_and_mode(monkeypatch):
         assert layer_bs1_fits(weights(1024, 16, 8, 128, 3072), 132)
         assert not layer_bs1_fits(weights(3584, 28, 4, 128, 18944), 132)
     monkeypatch.delenv("TACHYON_LAYER_BS1", raising=False)
-    assert layer_bs1_mode() == "off"
+    assert layer_bs1_mode() == "phases"
     monkeypatch.setenv("TACHYON_LAYER_BS1", "fused")
     assert layer_bs1_mode() == "fused"
     monkeypatch.setenv("TACHYON_LAYER_BS1", "yes")
@@ -237,6 +237,35 @@ def _tiny_model(arch: str):
     for p in model.parameters():
         p.data.normal_(1.0 if p.dim() == 1 else 0.0, 0.2 if p.dim() == 1 else H ** -0.5)
     return model, spec
+
+
+def test_layer_mode_default_and_what_keeps_the_usual_kernels(monkeypatch):
+    """With Triton usable, a batch-1 decode step takes "phases" by default; "off" asked, a prompt chunk (query
+    length > 1), two rows or an FP8 KV cache keep the layer's usual kernels."""
+    from tachyon.engine.batch import AttentionMetadata
+    from tachyon.models import llama
+
+    model, spec = _tiny_model("qwen3")
+    monkeypatch.setattr(K, "use_triton", lambda t: True)
+    monkeypatch.setattr(llama, "sm_count", lambda dev: 132)
+    monkeypatch.delenv("TACHYON_LAYER_BS1", raising=False)
+    layer = model.layers[0]
+    layer.self_attn.kv_cache = torch.zeros(2, 4, PAGE, spec.num_kv_heads, spec.head_dim)
+
+    def meta(q: int) -> AttentionMetadata:
+        return AttentionMetadata(query_start_loc=torch.tensor([0, q], dtype=torch.int32),
+                                 seq_lens=torch.tensor([q], dtype=torch.int32), block_tables=torch.zeros(1, 4),
+                                 slot_mapping=torch.zeros(q, dtype=torch.int64), max_query_len=q, max_seq_len=16,
+                                 is_decode_only=q == 1)
+
+    x1, x2 = torch.zeros(1, spec.hidden_size), torch.zeros(2, spec.hidden_size)
+    assert layer.bs1_layer_mode(x1, meta(1)) == "phases"
+    assert layer.bs1_layer_mode(x2, meta(2)) == "off"
+    monkeypatch.setenv("TACHYON_LAYER_BS1", "off")
+    assert layer.bs1_layer_mode(x1, meta(1)) == "off"
+    monkeypatch.delenv("TACHYON_LAYER_BS1")
+    layer.self_attn.kv_cache = layer.self_attn.kv_cache.to(torch.float8_e4m3fn)
+    assert layer.bs1_layer_mode(x1, meta(1)) == "off"
 
 
 @needs_triton

@@ -155,17 +155,18 @@ class DecoderLayer(nn.Module):
             at.head_dim, at.scale)
 
     def bs1_layer_mode(self, x: torch.Tensor, meta) -> str:
-        """How a step runs this layer: "fused" / "phases" (kernels.decoder_layer_bs1, one launch or five; "model":
-        the model runs every layer in one launch, kernels.decoder_model_bs1) for one decode token on CUDA when
-        TACHYON_LAYER_BS1 asks for it, the weights are in x's dtype (not FP8) and the row blocks fit
-        (layer_bs1_fits); else "off", the layer's usual kernels. Every layer shares one shape, so the first
-        layer's answer is the model's."""
+        """How a step runs this layer: "phases" / "fused" (kernels.decoder_layer_bs1, five launches or one; "model":
+        the model runs every layer in one launch, kernels.decoder_model_bs1) for one decode token on CUDA as
+        TACHYON_LAYER_BS1 asks ("phases" by default), when the weights and the KV cache are in x's dtype (not FP8)
+        and the row blocks fit (layer_bs1_fits); else "off", the layer's usual kernels. Every layer shares one
+        shape, so the first layer's answer is the model's."""
         if x.shape[0] != 1 or meta.max_query_len != 1 or meta.parts is not None or not kernels.use_triton(x):
             return "off"
         mode = kernels.layer_bs1_mode()
         weights = (self.self_attn.qkv_proj.weight, self.self_attn.o_proj.weight, self.mlp.down_proj.weight)
-        if mode == "off" or any(w.dtype != x.dtype for w in weights):  # FP8 layers keep their own kernels
-            return "off"
+        kv_cache = self.self_attn.kv_cache
+        if mode == "off" or any(w.dtype != x.dtype for w in weights) or kv_cache is None or kv_cache.dtype != x.dtype:
+            return "off"  # FP8 layers and FP8 KV caches keep their own kernels
         return mode if kernels.layer_bs1_fits(self.bs1_weights(), sm_count(x.device)) else "off"
 
     def forward(self, positions, x, residual, meta):
