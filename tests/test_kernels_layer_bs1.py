@@ -3,6 +3,7 @@ kernels' references in order), and that reference against the model's own Decode
 runs under the interpreter in its five-launch form (a grid barrier cannot be passed there); on a GPU both forms
 run and must agree."""
 
+import dataclasses
 import math
 
 import pytest
@@ -65,19 +66,32 @@ def make_case(shape: str, dtype: torch.dtype, seq_len: int, max_seq_len: int, re
 
 
 def close_layer(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> None:
-    """A whole layer chains five bf16-rounded stages (qkv, attention, o_proj, the SiLU product, down_proj), and the
-    kernel rounds some of them at other points than the reference (the normalised row never; the norm's 1/rms
-    after the dot product), so in bf16 single elements may differ by a few ulps beyond the per-kernel tolerance: the
-    norm-wise relative error must stay within 1e-2 and every element within three times the per-kernel tolerance.
-    fp32 as `close`."""
+    """`a` against `b`: in fp32 as `close`; in bf16 `b` is the layer computed in fp32 from the same bf16 values
+    (`fp32_case`): a whole layer chains five bf16-rounded stages, the kernel rounds fewer (never the normalised
+    row) than the unfused reference, whose own outputs sit up to ~1% norm-wise from that truth at the tests' tiny
+    sizes, so the kernel is held to the truth: norm-wise relative error within 1e-2 and every element within three
+    times the per-kernel tolerance."""
     if dtype == torch.float32:
         close(a, b, dtype)
         return
     assert not torch.isnan(a).any(), "NaN (unwritten or bad) elements"
     a, b = a.float(), b.float()
-    assert float((a - b).norm() / b.norm()) <= 1e-2, "norm-wise relative error above 1e-2"
+    err = float((a - b).norm() / b.norm())
+    assert err <= 1e-2, f"norm-wise relative error {err:.4f} above 1e-2"
     t = tol(dtype)
     torch.testing.assert_close(a, b, rtol=3 * t["rtol"], atol=3 * t["atol"])
+
+
+def fp32_case(case: dict) -> dict:
+    """The case with every tensor of the model's dtype (weights, x, residual, cache) in fp32, same values."""
+    lw = case["lw"]
+    up = {f.name: getattr(lw, f.name).float() for f in dataclasses.fields(lw)
+          if isinstance(getattr(lw, f.name), torch.Tensor)}
+    out = dict(case, lw=dataclasses.replace(lw, **up))
+    for k in ("x", "residual", "kv_cache"):
+        if out[k] is not None:
+            out[k] = out[k].float()
+    return out
 
 
 def run(fn, case: dict, **kw):
@@ -129,10 +143,13 @@ def test_reference_is_the_model_layer():
 @pytest.mark.parametrize("seq_len,max_seq_len,residual", [(1, 16, False), (7, 16, True), (200, 512, True)])
 def test_layer_kernel_matches_reference(shape, dtype, seq_len, max_seq_len, residual):
     """Phases launched one by one (the interpreter's form): y, h2 and the whole cache (the new slot written, no
-    other touched) against the reference. 200 keys of 512 split into several splits merged inline."""
+    other touched) against the reference (y and h2 in bf16: against the fp32 layer, close_layer). 200 keys of 512
+    split into several splits merged inline."""
     case = make_case(shape, dtype, seq_len, max_seq_len, residual)
     y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
     y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
+    if dtype != torch.float32:
+        y_r, h2_r, _ = run(decoder_layer_bs1_ref, fp32_case(case))
     close_layer(y_t, y_r, dtype)
     close_layer(h2_t, h2_r, dtype)
     assert not torch.isnan(cache_t[:, case["slot_mapping"][0] // PAGE, case["slot_mapping"][0] % PAGE]).any()
