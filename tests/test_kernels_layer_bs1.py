@@ -158,6 +158,27 @@ def test_layer_kernel_matches_reference(shape, dtype, seq_len, max_seq_len, resi
 
 
 @needs_triton
+@pytest.mark.parametrize("phase_warps,gemv_programs", [("4:8:16:4:8", "2"), ("", "4")])
+def test_five_launch_knobs(phase_warps, gemv_programs, monkeypatch):
+    """The five-launch form's A/B knobs (TACHYON_LAYER_BS1_PHASE_WARPS, TACHYON_LAYER_BS1_GEMV_PROGRAMS: the
+    projection launches on more programs, fewer rows each; attention keeps its grid) compute what the reference
+    does; a malformed value is an error naming the variable."""
+    monkeypatch.setenv("TACHYON_LAYER_BS1_PHASE_WARPS", phase_warps)
+    monkeypatch.setenv("TACHYON_LAYER_BS1_GEMV_PROGRAMS", gemv_programs)
+    case = make_case("qwen2", torch.float32, 200, 512, True)
+    y_r, h2_r, cache_r = run(decoder_layer_bs1_ref, case)
+    y_t, h2_t, cache_t = run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
+    close(y_t, y_r, torch.float32)
+    close(h2_t, h2_r, torch.float32)
+    torch.testing.assert_close(cache_t, cache_r, equal_nan=True, **tol(torch.float32))
+    for var, bad in (("TACHYON_LAYER_BS1_PHASE_WARPS", "16:4"), ("TACHYON_LAYER_BS1_GEMV_PROGRAMS", "3")):
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(ValueError, match=var):
+            run(decoder_layer_bs1_triton, case, num_programs=8, phases=True)
+        monkeypatch.setenv(var, "")
+
+
+@needs_triton
 def test_layer_kernel_more_items_than_programs():
     """Fewer programs than (KV head, split) items and row blocks of many rows: each program loops over items."""
     case = make_case("qwen3", torch.float32, 300, 1024, True)

@@ -47,7 +47,8 @@ KNOBS = {"maxmb": "TACHYON_PDL_GEMV_MAX_MB", "pdlg": "TACHYON_PDL_GEMV", "pdl": 
          "dalign": "TACHYON_DECODE_SPLIT_ALIGN", "fearly": "TACHYON_DECODE_FUSED_EARLY_TILE",
          "ugraph": "TACHYON_UNFILTERED_GRAPHS", "fq": "TACHYON_FP8_FUSED_QUANT",
          "swaves": "TACHYON_DECODE_SPLIT_WAVES", "layer": "TACHYON_LAYER_BS1", "lwarps": "TACHYON_LAYER_BS1_WARPS",
-         "lpf": "TACHYON_LAYER_BS1_PREFETCH", "ltile": "TACHYON_LAYER_BS1_EARLY_TILE"}
+         "lpf": "TACHYON_LAYER_BS1_PREFETCH", "ltile": "TACHYON_LAYER_BS1_EARLY_TILE",
+         "pwarps": "TACHYON_LAYER_BS1_PHASE_WARPS", "gprog": "TACHYON_LAYER_BS1_GEMV_PROGRAMS"}
 
 
 def variant(name: str) -> tuple[dict, str | None, dict]:

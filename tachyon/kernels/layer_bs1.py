@@ -87,7 +87,7 @@ class LayerBs1Weights:
 
 def layer_bs1_mode() -> str:
     """TACHYON_LAYER_BS1: "phases" (default: the kernel as five launches, one per phase, no grid barrier; it beat
-    the layer's ten-kernel path by 3.5-4.4% on Qwen3-0.6B bs1, H100, stop 56), "off" (the ten-kernel path),
+    the layer's ten-kernel path by 3.3-4.7% on Qwen3-0.6B bs1, H100, stop 56), "off" (the ten-kernel path),
     "fused" (one launch per layer, grid barriers: 19% slower there) or "model" (every layer in one launch,
     decoder_model_bs1: 20-33% slower; a layer run on its own then takes "fused"). Shapes that do not fit
     (layer_bs1_fits) take "off" whatever is asked. An A/B knob read per forward: a CUDA graph keeps what was in
@@ -104,6 +104,28 @@ def layer_bs1_warps() -> int:
     if env and env not in ("4", "8", "16"):
         raise ValueError(f"TACHYON_LAYER_BS1_WARPS must be 4, 8 or 16, got {env!r}")
     return int(env) if env else LAYER_BS1_WARPS
+
+
+def layer_bs1_phase_warps() -> tuple[int, ...] | None:
+    """Warps of each of the five launches in the five-launch form, TACHYON_LAYER_BS1_PHASE_WARPS="w0:w1:w2:w3:w4"
+    (each 4, 8 or 16), or None: every launch takes layer_bs1_warps(). An A/B knob read per launch."""
+    env = os.environ.get("TACHYON_LAYER_BS1_PHASE_WARPS", "")
+    if not env:
+        return None
+    parts = env.split(":")
+    if len(parts) != 5 or any(p not in ("4", "8", "16") for p in parts):
+        raise ValueError(f"TACHYON_LAYER_BS1_PHASE_WARPS must be five of 4, 8 or 16 joined by ':', got {env!r}")
+    return tuple(int(p) for p in parts)
+
+
+def layer_bs1_gemv_programs() -> int:
+    """In the five-launch form, the projection launches' (phases 0, 2, 3, 4) programs per multiprocessor:
+    TACHYON_LAYER_BS1_GEMV_PROGRAMS (1 default, 2 or 4; fewer rows per program). The attention launch keeps one a
+    multiprocessor. An A/B knob read per launch."""
+    env = os.environ.get("TACHYON_LAYER_BS1_GEMV_PROGRAMS", "") or "1"
+    if env not in ("1", "2", "4"):
+        raise ValueError(f"TACHYON_LAYER_BS1_GEMV_PROGRAMS must be 1, 2 or 4, got {env!r}")
+    return int(env)
 
 
 def layer_bs1_prefetch() -> str:
@@ -522,6 +544,14 @@ def layer_bs1_splits(max_seq_len: int, num_kv_heads: int, programs: int) -> int:
     return max(1, min(-(-max_seq_len // MIN_SPLIT_KEYS), programs // num_kv_heads, MAX_KV_SPLITS))
 
 
+def _row_consts(lw: LayerBs1Weights, programs: int) -> dict:
+    """Each projection phase's rows per program (RA qkv, RO o_proj, RG gate|up pairs, RD down) and their blocks."""
+    H, inter = lw.in_norm.shape[0], lw.down.shape[1]
+    ra, ro, rg, rd = (_rows_per_program(n, programs) for n in (lw.qkv.shape[0], H, inter, H))
+    return dict(RA=ra, BLOCK_RA=next_pow2(ra), RO=ro, BLOCK_RO=next_pow2(ro), RG=rg, BLOCK_RG=next_pow2(rg), RD=rd,
+                BLOCK_RD=next_pow2(rd))
+
+
 def _prepare(x: torch.Tensor, lw: LayerBs1Weights, kv_cache: torch.Tensor, cos_sin_cache: torch.Tensor,
              block_tables: torch.Tensor, max_seq_len: int, num_programs: int, one_launch: bool) -> tuple[dict, dict]:
     """(the launch's constexprs and scalars, its scratch buffers) for layers shaped as `lw` over caches shaped as
@@ -547,12 +577,10 @@ def _prepare(x: torch.Tensor, lw: LayerBs1Weights, kv_cache: torch.Tensor, cos_s
                    cnt=sync_counters(dev, Hkv), bar=grid_barrier(dev))
     rot = cos_sin_cache.shape[-1]
     cfg = decode_config("fp32" if dt == torch.float32 else "bf16", True)
-    ra, ro, rg, rd = (_rows_per_program(n, nprog) for n in (lw.qkv.shape[0], H, inter, H))
     consts = dict(
         H=H, BLOCK_H=next_pow2(H), NQKV=lw.qkv.shape[0], Hq=Hq, Hkv=Hkv, G=Hq // Hkv, D=D, HALF=rot // 2, ROT=rot,
         INTER=inter, BLOCK_QO=next_pow2(Hq * D), BLOCK_I=next_pow2(inter), PAGE=kv_cache.shape[2],
-        RA=ra, BLOCK_RA=next_pow2(ra), RO=ro, BLOCK_RO=next_pow2(ro), RG=rg, BLOCK_RG=next_pow2(rg), RD=rd,
-        BLOCK_RD=next_pow2(rd), BLOCK_G=max(16, next_pow2(Hq // Hkv)), BLOCK_D=max(16, next_pow2(D)),
+        **_row_consts(lw, nprog), BLOCK_G=max(16, next_pow2(Hq // Hkv)), BLOCK_D=max(16, next_pow2(D)),
         BLOCK_N=cfg["BLOCK_N"], PREC="ieee" if dt == torch.float32 else "tf32",
         HAS_BIAS=lw.qkv_bias is not None, HAS_NORM=lw.q_norm is not None, LSE_S=MAX_KV_SPLITS,
         MERGE_S=INLINE_MERGE_SPLITS, NPROG=nprog, num_warps=layer_bs1_warps(), EARLY=layer_bs1_prefetch() == "early",
@@ -580,8 +608,15 @@ def decoder_layer_bs1_triton(x: torch.Tensor, residual: torch.Tensor | None, lw:
             seq_lens, block_tables, sc["attn"], sc["mid_o"], sc["mid_lse"], sc["cnt"], lw.o, sc["o"], lw.post_norm,
             lw.gate_up, sc["act"], h2, lw.down, y, sc["bar"], lw.eps, lw.qk_eps, lw.scale, sc["splits"],
             cos_sin_cache.stride(0), kv_cache.stride(0), kv_cache.stride(1), kv_cache.stride(2), kv_cache.stride(3))
-    for first, last in ([(k, k) for k in range(5)] if phases else [(0, 4)]):
-        _layer_bs1_kernel[(sc["nprog"],)](*args, FIRST=first, LAST=last, HAS_RES=residual is not None, **consts)
+    if not phases:
+        _layer_bs1_kernel[(sc["nprog"],)](*args, FIRST=0, LAST=4, HAS_RES=residual is not None, **consts)
+        return y, h2
+    warps = layer_bs1_phase_warps() or (consts["num_warps"],) * 5
+    gemv_prog = sc["nprog"] * layer_bs1_gemv_programs()
+    gemv_consts = dict(consts, **_row_consts(lw, gemv_prog), NPROG=gemv_prog)
+    for k in range(5):
+        c, grid = (consts, sc["nprog"]) if k == 1 else (gemv_consts, gemv_prog)
+        _layer_bs1_kernel[(grid,)](*args, FIRST=k, LAST=k, HAS_RES=residual is not None, **dict(c, num_warps=warps[k]))
     return y, h2
 
 

@@ -218,5 +218,9 @@ def test_logprob_rows_are_launched_with_the_synchronous_engines_logprobs(llama_p
         for dg, dw, t in zip(g.logprobs, w.logprobs, g.token_ids):
             assert dg.keys() == dw.keys() and len(dg) in (sp.logprobs, sp.logprobs + 1) and t in dg
             for tok in dg:
-                assert dg[tok].rank == dw[tok].rank and abs(dg[tok].logprob - dw[tok].logprob) < 1e-5
+                assert abs(dg[tok].logprob - dw[tok].logprob) < 1e-5
+                # a rank moves only where the logprob did: a neighbour ~1e-6 away may swap places with it (fp32
+                # sums of another batch shape; the tiny random model's near-uniform distribution)
+                assert dg[tok].rank == dw[tok].rank or (dg[tok].logprob != dw[tok].logprob
+                                                        and abs(dg[tok].rank - dw[tok].rank) == 1)
         assert abs(g.cumulative_logprob - w.cumulative_logprob) < 1e-4
