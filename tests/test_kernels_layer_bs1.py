@@ -158,7 +158,7 @@ def test_layer_kernel_matches_reference(shape, dtype, seq_len, max_seq_len, resi
 
 
 @needs_triton
-@pytest.mark.parametrize("phase_warps,gemv_programs", [("4:8:16:4:8", "2"), ("", "4")])
+@pytest.mark.parametrize("phase_warps,gemv_programs", [("4:8:16:4:8", "2"), ("", "4"), ("", "1")])
 def test_five_launch_knobs(phase_warps, gemv_programs, monkeypatch):
     """The five-launch form's A/B knobs (TACHYON_LAYER_BS1_PHASE_WARPS, TACHYON_LAYER_BS1_GEMV_PROGRAMS: the
     projection launches on more programs, fewer rows each; attention keeps its grid) compute what the reference
