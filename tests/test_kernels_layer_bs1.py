@@ -3,9 +3,6 @@ kernels' references in order), and that reference against the model's own Decode
 runs under the interpreter in its five-launch form (a grid barrier cannot be passed there); on a GPU both forms
 run and must agree."""
 
-import dataclasses
-import math
-
 import pytest
 import torch
 
@@ -17,88 +14,10 @@ from tachyon.kernels.layer_bs1 import (
     layer_bs1_mode,
     layer_bs1_splits,
 )
-from tests.kernel_env import CUDA, DEV, DTYPES, NAN, K, assert_counters_zero, close, needs_triton, tol
+from tests.kernel_env import CUDA, DEV, DTYPES, K, assert_counters_zero, close, needs_triton, tol
+from tests.layer_bs1_cases import PAGE, SHAPES, close_layer, fp32_case, make_case, run, tiny_model
 
 pytestmark = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # log(0) of empty splits
-
-PAGE = 4
-# name -> (H, Hq, Hkv, D, intermediate, qkv bias, q/k norm): non-power-of-two H and I (masked tiles), Qwen2 (bias)
-# and Qwen3 (per-head norms) layouts
-SHAPES = {
-    "qwen3": (64, 4, 2, 16, 96, False, True),
-    "qwen2": (48, 6, 2, 16, 80, True, False),
-}
-
-
-def make_case(shape: str, dtype: torch.dtype, seq_len: int, max_seq_len: int, residual: bool, seed: int = 0,
-              dev: str = DEV):
-    """Random layer weights, a paged cache with shuffled blocks whose new-key slot holds NaN (a kernel reading it
-    back would produce NaN), and the step inputs of one decode token at position seq_len - 1, on `dev`."""
-    H, Hq, Hkv, D, inter, bias, qk_norm = SHAPES[shape]
-    gen = torch.Generator().manual_seed(seed)
-
-    def rnd(*shape, scale=1.0, shift=0.0):
-        return (shift + scale * torch.randn(*shape, generator=gen)).to(dev, dtype)
-
-    lw = LayerBs1Weights(
-        in_norm=rnd(H, scale=0.2, shift=1.0), qkv=rnd((Hq + 2 * Hkv) * D, H, scale=H ** -0.5),
-        qkv_bias=rnd((Hq + 2 * Hkv) * D, scale=0.1) if bias else None,
-        q_norm=rnd(D, scale=0.2, shift=1.0) if qk_norm else None,
-        k_norm=rnd(D, scale=0.2, shift=1.0) if qk_norm else None,
-        o=rnd(H, Hq * D, scale=(Hq * D) ** -0.5), post_norm=rnd(H, scale=0.2, shift=1.0),
-        gate_up=rnd(2 * inter, H, scale=H ** -0.5), down=rnd(H, inter, scale=inter ** -0.5),
-        eps=1e-6, qk_eps=1e-6, num_heads=Hq, num_kv_heads=Hkv, head_dim=D, scale=1.0 / math.sqrt(D),
-    )
-    nblk = -(-max_seq_len // PAGE)
-    num_blocks = nblk + 3
-    table = torch.randperm(num_blocks, generator=gen)[:nblk].to(torch.int32)
-    slot = int(table[(seq_len - 1) // PAGE]) * PAGE + (seq_len - 1) % PAGE
-    cache = torch.randn(2, num_blocks, PAGE, Hkv, D, generator=gen)
-    cache[:, slot // PAGE, slot % PAGE] = NAN
-    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
-    return dict(
-        x=rnd(1, H), residual=rnd(1, H) if residual else None, lw=lw, kv_cache=cache.to(dev, dtype),
-        cos_sin_cache=K.rope_cos_sin_cache(inv_freq, max_seq_len).to(dev),
-        slot_mapping=torch.tensor([slot], dtype=torch.int64, device=dev),
-        seq_lens=torch.tensor([seq_len], dtype=torch.int32, device=dev),
-        block_tables=table[None, :].to(dev), max_seq_len=max_seq_len,
-    )
-
-
-def close_layer(a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype) -> None:
-    """`a` against `b`: in fp32 as `close`; in bf16 `b` is the layer computed in fp32 from the same bf16 values
-    (`fp32_case`): a whole layer chains five bf16-rounded stages, the kernel rounds fewer (never the normalised
-    row) than the unfused reference, whose own outputs sit up to ~1% norm-wise from that truth at the tests' tiny
-    sizes, so the kernel is held to the truth: norm-wise relative error within 1e-2 and every element within three
-    times the per-kernel tolerance."""
-    if dtype == torch.float32:
-        close(a, b, dtype)
-        return
-    assert not torch.isnan(a).any(), "NaN (unwritten or bad) elements"
-    a, b = a.float(), b.float()
-    err = float((a - b).norm() / b.norm())
-    assert err <= 1e-2, f"norm-wise relative error {err:.4f} above 1e-2"
-    t = tol(dtype)
-    torch.testing.assert_close(a, b, rtol=3 * t["rtol"], atol=3 * t["atol"])
-
-
-def fp32_case(case: dict) -> dict:
-    """The case with every tensor of the model's dtype (weights, x, residual, cache) in fp32, same values."""
-    lw = case["lw"]
-    up = {f.name: getattr(lw, f.name).float() for f in dataclasses.fields(lw)
-          if isinstance(getattr(lw, f.name), torch.Tensor)}
-    out = dict(case, lw=dataclasses.replace(lw, **up))
-    for k in ("x", "residual", "kv_cache"):
-        if out[k] is not None:
-            out[k] = out[k].float()
-    return out
-
-
-def run(fn, case: dict, **kw):
-    """(y, h2, cache after) of one call on a fresh copy of the cache."""
-    args = dict(case, kv_cache=case["kv_cache"].clone(), **kw)
-    y, h2 = fn(**args)
-    return y, h2, args["kv_cache"]
 
 
 def test_reference_is_the_model_layer():
@@ -261,29 +180,13 @@ def test_shape_errors_name_the_field():
         decoder_layer_bs1_ref(**case)
 
 
-def _tiny_model(arch: str):
-    from tachyon.models.llama import DecoderForCausalLM
-    from tachyon.models.spec import ModelSpec
-
-    H, Hq, Hkv, D, inter, bias, qk_norm = SHAPES[arch]
-    spec = ModelSpec(architecture="tiny", family=arch, vocab_size=96, hidden_size=H, intermediate_size=inter,
-                     num_layers=3, num_heads=Hq, num_kv_heads=Hkv, head_dim=D, rms_norm_eps=1e-6, rope_theta=10000.0,
-                     rope_scaling=None, max_position_embeddings=256, tie_word_embeddings=True,
-                     attention_bias=bias, qk_norm=qk_norm)
-    torch.manual_seed(1)
-    model = DecoderForCausalLM(spec).float()
-    for p in model.parameters():
-        p.data.normal_(1.0 if p.dim() == 1 else 0.0, 0.2 if p.dim() == 1 else H ** -0.5)
-    return model, spec
-
-
 def test_layer_mode_default_and_what_keeps_the_usual_kernels(monkeypatch):
     """With Triton usable, a batch-1 decode step takes "phases" by default; "off" asked, a prompt chunk (query
     length > 1), two rows or an FP8 KV cache keep the layer's usual kernels."""
     from tachyon.engine.batch import AttentionMetadata
     from tachyon.models import llama
 
-    model, spec = _tiny_model("qwen3")
+    model, spec = tiny_model("qwen3")
     monkeypatch.setattr(K, "use_triton", lambda t: True)
     monkeypatch.setattr(llama, "sm_count", lambda dev: 132)
     monkeypatch.delenv("TACHYON_LAYER_BS1", raising=False)
@@ -318,7 +221,7 @@ def test_model_decode_step_through_layer_kernel(arch, mode, monkeypatch):
     from tachyon.engine.batch import AttentionMetadata
     from tachyon.kernels import layer_bs1
 
-    model, spec = _tiny_model(arch)
+    model, spec = tiny_model(arch)
     model.to(DEV)
     seq_len, max_seq_len = 37, 128
     gen = torch.Generator().manual_seed(2)
@@ -385,36 +288,3 @@ def test_layer_kernel_fp8_cache():
         assert torch.equal(cache_t.view(torch.uint8), cache_r.view(torch.uint8))
     cache_t[:, slot // PAGE, slot % PAGE] = cache_r[:, slot // PAGE, slot % PAGE]
     assert torch.equal(cache_t.view(torch.uint8), cache_r.view(torch.uint8))
-
-
-@needs_triton
-@pytest.mark.timeout(180, method="thread")  # a barrier that never opens hangs rather than fails
-@pytest.mark.parametrize("prefetch", ["next", "early"])
-@pytest.mark.parametrize("shape", list(SHAPES))
-def test_model_kernel(shape, prefetch, monkeypatch):
-    """Every layer in one launch (_model_bs1_kernel, pointers from a table): one program under the interpreter, the
-    SM count on a GPU. Against the layer-by-layer reference: the last layer's y and h2 and every layer's cache; five
-    barriers a layer but the first, each leaving the count at zero."""
-    from tachyon.kernels.layer_bs1 import decoder_model_bs1_ref, decoder_model_bs1_triton, grid_barrier
-
-    monkeypatch.setenv("TACHYON_LAYER_BS1_PREFETCH", prefetch)
-    dtype = torch.float32
-    cases = [make_case(shape, dtype, 200, 512, False, seed=s) for s in range(3)]
-    base = cases[0]
-    layers = [c["lw"] for c in cases]
-    common = {k: base[k] for k in ("cos_sin_cache", "slot_mapping", "seq_lens", "block_tables", "max_seq_len")}
-    slot = int(base["slot_mapping"][0])
-    caches_r = [torch.nan_to_num(c["kv_cache"]) for c in cases]  # each case poisoned its own table's slot
-    for c in caches_r:  # every layer's new-key slot is the first case's
-        c[:, slot // PAGE, slot % PAGE] = NAN
-    caches_t = [c.clone() for c in caches_r]
-    bar = grid_barrier(torch.device(DEV))
-    gen0 = int(bar[1])
-    y_r, h2_r = decoder_model_bs1_ref(base["x"], layers, caches_r, **common)
-    y_t, h2_t = decoder_model_bs1_triton(base["x"], layers, caches_t, **common, num_programs=0 if CUDA else 1)
-    close_layer(y_t, y_r, dtype)
-    close_layer(h2_t, h2_r, dtype)
-    for a, b in zip(caches_t, caches_r):
-        torch.testing.assert_close(a, b, equal_nan=True, **tol(dtype))
-    assert int(bar[0]) == 0 and int(bar[1]) == gen0 + 5 * len(layers) - 1
-    assert_counters_zero()

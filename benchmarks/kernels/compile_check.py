@@ -28,8 +28,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 MODULES = ("activation", "attention", "attention_mixed", "decode_fused", "embedding", "fused_qkv", "gemm_small", "gemv",
-           "gemv_glu", "layer_bs1", "penalties", "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling", "split_kv",
-           "store_kv")
+           "gemv_glu", "layer_bs1", "model_bs1", "penalties", "prefetch", "quant_fp8", "rmsnorm", "rotary", "sampling",
+           "split_kv", "store_kv")
 TYPES = {torch.bfloat16: "*bf16", torch.float32: "*fp32", torch.int32: "*i32", torch.int64: "*i64", torch.uint8: "*u8",
          torch.float8_e4m3fn: "*fp8e4nv"}
 RESULTS: list[tuple[str, bool, str]] = []
@@ -169,21 +169,22 @@ def launch_layer_bs1(K, t, i32, i64, f32) -> None:
     """The batch-1 layer kernel at the Qwen3-0.6B shape (the 7B's row blocks do not fit it), one launch and five,
     and the model kernel (all 28 layers in one launch), on 132 programs."""
     L = importlib.import_module("tachyon.kernels.layer_bs1")
+    M = importlib.import_module("tachyon.kernels.model_bs1")
     bf, (H, hq, hkv, d, inter) = torch.bfloat16, (1024, 16, 8, 128, 3072)
     lw = L.LayerBs1Weights(t(bf, H), t(bf, (hq + 2 * hkv) * d, H), None, t(bf, d), t(bf, d), t(bf, H, hq * d), t(bf, H),
                            t(bf, 2 * inter, H), t(bf, H, inter), 1e-6, 1e-6, hq, hkv, d, 0.1)
     barrier, counters = L.grid_barrier, L.sync_counters
     L.grid_barrier = lambda dev: i32(2)  # meta tensors: no allocation through the real helpers
     L.sync_counters = lambda dev, n: i32(max(n, 4096))
-    table, L.pointer_table = L.pointer_table, lambda layers, caches: t(torch.int64, 10, len(layers))
+    table, M.pointer_table = M.pointer_table, lambda layers, caches: t(torch.int64, 10, len(layers))
     try:
         for phases in (False, True):
             L.decoder_layer_bs1_triton(t(bf, 1, H), t(bf, 1, H), lw, t(bf, 2, 1000, 16, hkv, d), f32(40960, d), i64(1),
                                        i32(1), i32(1, 2560), 40960, num_programs=132, phases=phases)
-        L.decoder_model_bs1_triton(t(bf, 1, H), [lw] * 28, [t(bf, 2, 1000, 16, hkv, d)] * 28, f32(40960, d), i64(1),
+        M.decoder_model_bs1_triton(t(bf, 1, H), [lw] * 28, [t(bf, 2, 1000, 16, hkv, d)] * 28, f32(40960, d), i64(1),
                                    i32(1), i32(1, 2560), 40960, num_programs=132)
     finally:
-        L.grid_barrier, L.sync_counters, L.pointer_table = barrier, counters, table
+        L.grid_barrier, L.sync_counters, M.pointer_table = barrier, counters, table
 
 
 def launch_fp8(K, t, i32, i64, f32) -> None:

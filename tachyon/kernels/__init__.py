@@ -41,11 +41,10 @@ from tachyon.kernels.layer_bs1 import (
     LayerBs1Weights,
     decoder_layer_bs1_ref,
     decoder_layer_bs1_triton,
-    decoder_model_bs1_ref,
-    decoder_model_bs1_triton,
     layer_bs1_fits,
     layer_bs1_mode,
 )
+from tachyon.kernels.model_bs1 import decoder_model_bs1_ref, decoder_model_bs1_triton
 from tachyon.kernels.penalties import apply_penalties_ref, apply_penalties_triton
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
 from tachyon.kernels.quant_fp8 import (
@@ -217,7 +216,7 @@ def decoder_model_bs1(
     max_seq_len: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Every decoder layer for one decode token -> (last MLP output, residual stream after its attention): one
-    Triton launch on CUDA, the layer references in turn otherwise (layer_bs1.py)."""
+    Triton launch on CUDA, the layer references in turn otherwise (model_bs1.py)."""
     fn = decoder_model_bs1_triton if use_triton(x) else decoder_model_bs1_ref
     return fn(x, layers, kv_caches, cos_sin_cache, slot_mapping, seq_lens, block_tables, max_seq_len)
 
