@@ -11,9 +11,9 @@ from tachyon.kernels.layer_bs1 import (
     decoder_layer_bs1_ref,
     decoder_layer_bs1_triton,
     layer_bs1_fits,
-    layer_bs1_mode,
     layer_bs1_splits,
 )
+from tachyon.kernels.layer_bs1_knobs import layer_bs1_mode
 from tests.kernel_env import CUDA, DEV, DTYPES, K, assert_counters_zero, close, needs_triton, tol
 from tests.layer_bs1_cases import PAGE, SHAPES, close_layer, fp32_case, make_case, run, tiny_model
 

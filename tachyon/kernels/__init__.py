@@ -42,8 +42,8 @@ from tachyon.kernels.layer_bs1 import (
     decoder_layer_bs1_ref,
     decoder_layer_bs1_triton,
     layer_bs1_fits,
-    layer_bs1_mode,
 )
+from tachyon.kernels.layer_bs1_knobs import layer_bs1_mode
 from tachyon.kernels.model_bs1 import decoder_model_bs1_ref, decoder_model_bs1_triton
 from tachyon.kernels.penalties import apply_penalties_ref, apply_penalties_triton
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton

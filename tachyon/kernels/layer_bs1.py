@@ -1,6 +1,6 @@
 """A whole decoder layer at batch 1 in one launch: a persistent grid that runs the layer's five phases with a grid
 barrier between them, so a decode step launches one kernel per layer instead of ten; or the same code as five launches
-(`phases`), the engine's default at batch 1 for shapes that fit (layer_bs1_mode).
+(`phases`), the engine's default at batch 1 for shapes that fit (layer_bs1_knobs.layer_bs1_mode).
 
 Contract of `decoder_layer_bs1(x, residual, lw, kv_cache, cos_sin_cache, slot_mapping, seq_lens, block_tables,
 max_seq_len) -> (y, h2)` (reference and Triton alike):
@@ -36,7 +36,6 @@ five kernels (the same code, no barrier): the CPU tests run that form, the GPU t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
@@ -56,13 +55,17 @@ from tachyon.kernels._triton import (
 from tachyon.kernels.attention_config import decode_config
 from tachyon.kernels.decode_fused import _attend_split, _block_ids, _kv_tile, decode_qkv_attention_ref
 from tachyon.kernels.gemv import gemv_ref, rmsnorm_gemv_ref, silu_gemv_ref
+from tachyon.kernels.layer_bs1_knobs import (
+    layer_bs1_early_tile,
+    layer_bs1_gemv_programs,
+    layer_bs1_phase_warps,
+    layer_bs1_prefetch,
+    layer_bs1_warps,
+)
 from tachyon.kernels.split_kv import INLINE_MERGE_SPLITS, MAX_KV_SPLITS, MIN_SPLIT_KEYS, _split_len, _split_output
 
 # most weight elements one program holds for one phase (its row block, whole K): beyond it the tiles spill
 MAX_TILE_ELEMENTS = 1 << 16
-# warps per program. Compiled for sm_90 by Triton 3.6 at the Qwen3-0.6B shape (compile_check.py's way), one launch:
-# 16 warps 128 registers, 8 warps 182 (254 with the early weight prefetch), no spills; 70 KiB of shared memory
-LAYER_BS1_WARPS = 16
 
 
 @dataclass
@@ -83,70 +86,6 @@ class LayerBs1Weights:
     num_kv_heads: int
     head_dim: int
     scale: float
-
-
-def layer_bs1_mode() -> str:
-    """TACHYON_LAYER_BS1: "phases" (default: the kernel as five launches, one per phase, no grid barrier; with the
-    projections on two programs a multiprocessor it beat the layer's ten-kernel path by 8.4-9.0% on Qwen3-0.6B bs1,
-    H100, stop 56), "off" (the ten-kernel path),
-    "fused" (one launch per layer, grid barriers: 19% slower there) or "model" (every layer in one launch,
-    model_bs1.py: 20-33% slower; a layer run on its own then takes "fused"). Shapes that do not fit
-    (layer_bs1_fits) take "off" whatever is asked. An A/B knob read per forward: a CUDA graph keeps what was in
-    force at capture."""
-    mode = os.environ.get("TACHYON_LAYER_BS1", "") or "phases"
-    if mode not in ("off", "fused", "phases", "model"):
-        raise ValueError(f"TACHYON_LAYER_BS1 must be off, fused, phases or model, got {mode!r}")
-    return mode
-
-
-def layer_bs1_warps() -> int:
-    """Warps per program: LAYER_BS1_WARPS, or TACHYON_LAYER_BS1_WARPS (4, 8 or 16; an A/B knob read per launch)."""
-    env = os.environ.get("TACHYON_LAYER_BS1_WARPS", "")
-    if env and env not in ("4", "8", "16"):
-        raise ValueError(f"TACHYON_LAYER_BS1_WARPS must be 4, 8 or 16, got {env!r}")
-    return int(env) if env else LAYER_BS1_WARPS
-
-
-def layer_bs1_phase_warps() -> tuple[int, ...] | None:
-    """Warps of each of the five launches in the five-launch form, TACHYON_LAYER_BS1_PHASE_WARPS="w0:w1:w2:w3:w4"
-    (each 4, 8 or 16), or None: every launch takes layer_bs1_warps(). An A/B knob read per launch."""
-    env = os.environ.get("TACHYON_LAYER_BS1_PHASE_WARPS", "")
-    if not env:
-        return None
-    parts = env.split(":")
-    if len(parts) != 5 or any(p not in ("4", "8", "16") for p in parts):
-        raise ValueError(f"TACHYON_LAYER_BS1_PHASE_WARPS must be five of 4, 8 or 16 joined by ':', got {env!r}")
-    return tuple(int(p) for p in parts)
-
-
-def layer_bs1_gemv_programs() -> int:
-    """In the five-launch form, the projection launches' (phases 0, 2, 3, 4) programs per multiprocessor:
-    TACHYON_LAYER_BS1_GEMV_PROGRAMS (2 default: half the rows per program, +5-9% on Qwen3-0.6B bs1 over 1 on an
-    H100, stop 56; 1 or 4). The attention launch keeps one a multiprocessor. An A/B knob read per launch."""
-    env = os.environ.get("TACHYON_LAYER_BS1_GEMV_PROGRAMS", "") or "2"
-    if env not in ("1", "2", "4"):
-        raise ValueError(f"TACHYON_LAYER_BS1_GEMV_PROGRAMS must be 1, 2 or 4, got {env!r}")
-    return int(env)
-
-
-def layer_bs1_prefetch() -> str:
-    """When a program loads its weight rows: "next" (default: each phase's rows before the barrier that precedes it)
-    or "early" (gate|up's with o_proj's, before the barrier after attention, and down's right after o_proj's are
-    used: more of the layer's bytes stream during the latency-bound attention, at the cost of registers held
-    longer). TACHYON_LAYER_BS1_PREFETCH, an A/B knob read per launch."""
-    env = os.environ.get("TACHYON_LAYER_BS1_PREFETCH", "") or "next"
-    if env not in ("next", "early"):
-        raise ValueError(f"TACHYON_LAYER_BS1_PREFETCH must be next or early, got {env!r}")
-    return env
-
-
-def layer_bs1_early_tile() -> bool:
-    """Whether each program loads its attention item's first tile of cached keys at the launch's start (when every
-    program has at most one item): on unless TACHYON_LAYER_BS1_EARLY_TILE=0 (an A/B knob read per launch)."""
-    env = os.environ.get("TACHYON_LAYER_BS1_EARLY_TILE", "") or "1"
-    if env not in ("0", "1"):
-        raise ValueError(f"TACHYON_LAYER_BS1_EARLY_TILE must be 0 or 1, got {env!r}")
-    return env == "1"
 
 
 def _rows_per_program(n: int, programs: int) -> int:
