@@ -75,18 +75,18 @@ def pointer_table(layers: list[LayerBs1Weights], kv_caches: list[torch.Tensor]) 
     norm), cached per set of addresses (a CUDA graph bakes the table's address in: the same weights and caches get
     the same table). Built outside CUDA-graph capture (the first launch runs eagerly); the tensors must outlive
     every launch that uses it, as the model's parameters and bound caches do."""
-    cols = [(lw.in_norm, lw.qkv, lw.qkv_bias, lw.q_norm, lw.k_norm, lw.o, lw.post_norm, lw.gate_up, lw.down, cache)
+    cols = [[t.data_ptr() if t is not None else 0
+             for t in (lw.in_norm, lw.qkv, lw.qkv_bias, lw.q_norm, lw.k_norm, lw.o, lw.post_norm, lw.gate_up,
+                       lw.down, cache)]
             for lw, cache in zip(layers, kv_caches)]
     dev = kv_caches[0].device
-    key = (str(dev), *(t.data_ptr() if t is not None else 0 for col in cols for t in col))
+    key = (str(dev), *(p for col in cols for p in col))
     if key not in _TABLES:
         if dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
             raise NeedsEagerRun("layer_bs1 pointer table: build it with an eager launch before capture")
         while len(_TABLES) >= _MAX_TABLES:
             _TABLES.pop(next(iter(_TABLES)))
-        table = torch.tensor([list(col) for col in zip(*[[t.data_ptr() if t is not None else 0 for t in c]
-                                                          for c in cols])], dtype=torch.int64)
-        _TABLES[key] = table.to(dev)
+        _TABLES[key] = torch.tensor(cols, dtype=torch.int64).T.contiguous().to(dev)
     return _TABLES[key]
 
 
