@@ -84,8 +84,12 @@ def test_run_all_only_penalties(tmp_path):
 
 
 def test_attn_kv_fp8_smoke(tmp_path):
-    _ok(_run("attn_kv_fp8.py", "--out", str(tmp_path)))
+    """Both caches' rows, then (--widen-sweep) the e4m3 decode row once per widening mode."""
+    _ok(_run("attn_kv_fp8.py", "--out", str(tmp_path), "--widen-sweep"))
     res = json.loads((tmp_path / "kernels_kv_fp8.json").read_text())
     names = ["decode B=3 ctx=40", "prefill 1x2048", "prefill 4x512 after 512 cached"]
-    _check_rows(res["rows"], {(k, s): 1e-2 for s in names for k in ("attention", "attention, e4m3 cache")})
-    assert len(res["rows"]) == 6 and res["smoke"] is True
+    want = {(k, s): 1e-2 for s in names for k in ("attention", "attention, e4m3 cache")}
+    want.update({("attention, e4m3 cache", f"decode B=3 ctx=40 widen={m} tile=16:4:1"): 1e-2
+                 for m in ("cvt", "bits", "asm")})
+    _check_rows(res["rows"], want)
+    assert len(res["rows"]) == 9 and res["smoke"] is True

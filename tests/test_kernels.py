@@ -214,6 +214,39 @@ def test_attention_decode_tile_knob(poison, monkeypatch, tile):
 
 
 @needs_triton
+@pytest.mark.parametrize("tile", ["16:2:1", "64:4:2"])
+def test_attention_decode_unsplit_tile_knob(poison, monkeypatch, tile):
+    """TACHYON_DECODE_UNSPLIT_TILE changes the unsplit decode launch's key tile (contexts of several tiles, one
+    ending inside a tile), not the result; TACHYON_DECODE_TILE leaves that launch alone; a malformed value names
+    the knob."""
+    monkeypatch.setenv("TACHYON_DECODE_UNSPLIT_TILE", tile)
+    monkeypatch.setenv("TACHYON_DECODE_TILE", "bad")
+    dtype = DTYPES[-1]
+    gen = torch.Generator().manual_seed(8)
+    q, cache, meta, _ = make_batch(DECODE, 8, 2, 32, 16, dtype, gen)
+    out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=1)
+    close(out, K.attention_ref(q, cache, **meta), dtype)
+    monkeypatch.setenv("TACHYON_DECODE_UNSPLIT_TILE", "64:4")
+    with pytest.raises(ValueError, match="TACHYON_DECODE_UNSPLIT_TILE"):
+        K.attention_triton(q, cache, **meta, num_kv_splits=1)
+
+
+def test_kv8_widen_knob(monkeypatch):
+    """TACHYON_KV8_WIDEN picks the e4m3 cache's widening (asm becomes bits off CUDA), leaves other caches at 0
+    and names itself when malformed."""
+    from tachyon.kernels.attention_config import kv8_widen
+
+    cpu, fp8 = torch.device("cpu"), torch.float8_e4m3fn
+    assert kv8_widen(fp8, cpu) == 0
+    for mode, want in (("cvt", 0), ("bits", 1), ("asm", 1)):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
+        assert kv8_widen(fp8, cpu) == want and kv8_widen(torch.bfloat16, cpu) == 0
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", "fast")
+    with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
+        kv8_widen(torch.bfloat16, cpu)
+
+
+@needs_triton
 @pytest.mark.parametrize("tile,align", [("32:4:1", "8"), ("32:4:1", "48"), ("16:2:1", "16")])
 @pytest.mark.parametrize("early_tile", ["0", "1"])
 def test_attention_decode_split_align_knob(poison, monkeypatch, tile, align, early_tile):

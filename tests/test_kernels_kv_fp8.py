@@ -6,6 +6,9 @@ CPU (fp32 queries there: its bf16 tl.dot is unusable)."""
 import pytest
 import torch
 
+from tachyon.kernels._triton import tl, triton
+from tachyon.kernels.attention_config import KV8_WIDEN_MODES
+from tachyon.kernels.quant_fp8 import widen_cache_tile
 from tests.kernel_env import CUDA, DEV, NAN, K, close, needs_triton
 from tests.test_kernels import DECODE, MIXED, SPLIT_DECODE, make_batch, sdpa_oracle
 from tests.test_kernels_decode_fused import make_case, run
@@ -73,11 +76,38 @@ def test_store_kv_fp8_cache(impl):
     assert torch.equal(raw[:, keep], old[:, keep])
 
 
+@triton.jit
+def _widen_kernel(x_ptr, o_ptr, WIDEN: tl.constexpr):
+    i = tl.arange(0, 256)
+    tl.store(o_ptr + i, widen_cache_tile(tl.load(x_ptr + i), tl.float32, WIDEN))
+
+
+# TACHYON_KV8_WIDEN's modes: asm is PTX, which only compiled code runs (under the interpreter it means bits)
+WIDEN_MODES = ["cvt", "bits", pytest.param("asm", marks=pytest.mark.skipif(not CUDA, reason="PTX: CUDA only"))]
+
+
 @needs_triton
+@pytest.mark.parametrize("mode", WIDEN_MODES)
+def test_widen_cache_tile_every_e4m3_value(mode):
+    """Every finite e4m3 value (subnormals, both zeros, +-448) widened by quant_fp8.widen_cache_tile: the cast
+    gives the value, the bit placements the value / 256, exactly."""
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    vals = codes.view(FP8).float()
+    out = torch.full((256,), NAN, device=DEV)
+    _widen_kernel[(1,)](codes.view(FP8).to(DEV), out, WIDEN=KV8_WIDEN_MODES[mode])
+    finite = torch.isfinite(vals)
+    want = vals if mode == "cvt" else vals / 256
+    assert torch.equal(out.cpu()[finite], want[finite])
+    assert torch.equal(torch.signbit(out.cpu()[finite]), torch.signbit(vals[finite]))  # -0 stays -0
+
+
+@needs_triton
+@pytest.mark.parametrize("mode", WIDEN_MODES)
 @pytest.mark.parametrize("splits", [1, 3])
-def test_attention_decode_fp8_cache(poison, splits):
-    """The decode kernel over an e4m3 cache gives the reference's result over the same cache, and the float64
-    SDPA over the dequantized keys and values."""
+def test_attention_decode_fp8_cache(poison, monkeypatch, splits, mode):
+    """The decode kernel over an e4m3 cache, each way of widening it, gives the reference's result over the same
+    cache, and the float64 SDPA over the dequantized keys and values."""
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
     gen = torch.Generator().manual_seed(11)
     q, cache, meta, _ = make_batch(DECODE, 8, 2, 64, 16, torch.float32, gen)
     cache8 = _fp8_cache(cache)
@@ -91,9 +121,11 @@ def test_attention_decode_fp8_cache(poison, splits):
 
 
 @needs_triton
+@pytest.mark.parametrize("mode", WIDEN_MODES)
 @pytest.mark.parametrize("early_tile", ["0", "1"])
-def test_attention_decode_fp8_cache_splits_early_tile(poison, monkeypatch, early_tile):
+def test_attention_decode_fp8_cache_splits_early_tile(poison, monkeypatch, early_tile, mode):
     monkeypatch.setenv("TACHYON_DECODE_EARLY_TILE", early_tile)
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
     gen = torch.Generator().manual_seed(12)
     q, cache, meta, _ = make_batch(SPLIT_DECODE, 8, 2, 32, 16, torch.float32, gen)
     cache8, q = _fp8_cache(cache), q.to(QDT)

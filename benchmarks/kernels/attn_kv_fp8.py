@@ -1,8 +1,11 @@
 """The attention kernels over a bf16 and an e4m3 (kv_cache_dtype="fp8") cache, the same batches side by side,
 each against its own byte floor (run_all.py's rows, timing and table: harness.py, bench_attention.py).
 
-GPU:  python3 benchmarks/kernels/attn_kv_fp8.py --out $OUT
-CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke   (Triton interpreter, tiny shapes, no timing)
+GPU:  python3 benchmarks/kernels/attn_kv_fp8.py --out $OUT [--widen-sweep]
+CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke [--widen-sweep]   (Triton interpreter, tiny shapes, no timing)
+--widen-sweep: the e4m3 decode rows again for each way of widening the cache's tiles (TACHYON_KV8_WIDEN) and
+each unsplit key tile in WIDEN_TILES (TACHYON_DECODE_UNSPLIT_TILE; split launches keep theirs), each row named
+by both.
 (Until 8f3e4bb this was `run_all.py --kv-fp8`; session 12's attn_kvfp8_8f3e4bb/ ran that.)
 """
 
@@ -18,11 +21,32 @@ import torch
 from bench_attention import b_attention
 from timing import env, markdown
 
+WIDEN_TILES = ("128:4:2", "128:4:3", "256:4:2", "256:8:2", "64:4:2")  # the first is DECODE_CONFIG's bf16 entry
+
+
+def widen_sweep(cases, gen) -> None:
+    """The e4m3 decode rows under every (TACHYON_KV8_WIDEN mode, unsplit tile); each variant's knobs are set
+    only around its row (a CUDA graph keeps what was in force at its capture)."""
+    from tachyon.kernels.attention_config import KV8_WIDEN_MODES
+
+    tiles = WIDEN_TILES if not H.SMOKE else ("16:4:1",)
+    for name, specs in cases:
+        for mode in KV8_WIDEN_MODES:
+            for tile in tiles:
+                os.environ.update(TACHYON_KV8_WIDEN=mode, TACHYON_DECODE_UNSPLIT_TILE=tile)
+                try:
+                    b_attention(f"{name} widen={mode} tile={tile}", specs, gen, time_ref=False,
+                                kv_dtype=torch.float8_e4m3fn)
+                finally:
+                    os.environ.pop("TACHYON_KV8_WIDEN")
+                    os.environ.pop("TACHYON_DECODE_UNSPLIT_TILE")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
+    ap.add_argument("--widen-sweep", action="store_true", help="e4m3 decode rows per widening mode and key tile")
     args = ap.parse_args()
     if not H.SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -30,13 +54,16 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     H.PARTIAL.append(out / "kernels_partial.json")
-    cases = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not H.SMOKE else [3])
-             for ctx in ([512, 2048] if not H.SMOKE else [40])]
+    decodes = [(f"decode B={B} ctx={ctx}", [(ctx - 1, 1)] * B) for B in ([64, 256] if not H.SMOKE else [3])
+               for ctx in ([512, 2048] if not H.SMOKE else [40])]
+    cases = list(decodes)
     cases += [("prefill 1x2048", [(0, 2048)] if not H.SMOKE else [(0, 37)]),
               ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not H.SMOKE else [(20, 5)])]
     for name, specs in cases:
         for kv_dtype in (None, torch.float8_e4m3fn):
             b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
+    if args.widen_sweep:
+        widen_sweep(decodes, gen)
     (out / "kernels_kv_fp8.json").write_text(json.dumps(dict(env=env(H.ROOT), smoke=H.SMOKE, rows=H.ROWS), indent=1))
     print(markdown(H.ROWS))
 

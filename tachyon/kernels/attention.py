@@ -23,10 +23,11 @@ from tachyon.kernels.attention_config import (
     decode_config,
     decode_early_tile,
     decode_split_align,
+    kv8_widen,
     prefill_config,
 )
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_kernel
-from tachyon.kernels.quant_fp8 import to_dot_dtype
+from tachyon.kernels.quant_fp8 import to_dot_dtype, widen_cache_tile
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 _REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
@@ -151,23 +152,30 @@ def _softmax_step(s, m_i, l_i):
 def _attend_tile(
     acc, m_i, l_i, q, cache_ptr, bt_ptr, n0, kv_end, pos, hk, d, dmask, scale,
     stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-    PAGE: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr,
+    PAGE: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, PREC: tl.constexpr, WIDEN: tl.constexpr = 0,
 ):
     """Online-softmax update of (acc, m_i, l_i) with keys n0 .. n0 + BLOCK_N (< kv_end) gathered
-    through the block table row at bt_ptr; CAUSAL also masks keys after each query's position."""
+    through the block table row at bt_ptr; CAUSAL also masks keys after each query's position. WIDEN: how an
+    e4m3 cache's tiles are widened (quant_fp8.widen_cache_tile; 1 and 2 hold values / 256, made up here)."""
     n = n0 + tl.arange(0, BLOCK_N)
     nmask = n < kv_end
     blk = tl.load(bt_ptr + n // PAGE, mask=nmask, other=0).to(tl.int64)
     off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
     kvmask = nmask[:, None] & dmask[None, :]
-    k = tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0).to(q.dtype)  # an e4m3 cache: exact
-    s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+    k = widen_cache_tile(tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0), q.dtype, WIDEN)
+    if WIDEN == 0:
+        s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+    else:
+        s = tl.dot(q, tl.trans(k), input_precision=PREC) * (scale * 256.0)
     if CAUSAL:
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
     else:
         s = tl.where(nmask[None, :], s, float("-inf"))
     p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
-    v = tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0).to(q.dtype)
+    v = widen_cache_tile(tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0),
+                         q.dtype, WIDEN)
+    if WIDEN != 0:
+        p = p * 256.0
     acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
     return acc, m_new, l_i
 
@@ -177,10 +185,10 @@ def _decode_split(
     q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
     stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
     PAGE: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
-    PREC: tl.constexpr,
+    PREC: tl.constexpr, WIDEN: tl.constexpr = 0,
 ):
     """Attention of one token's query heads `heads` (KV head hk) over keys start .. end: returns the
-    normalised output [BLOCK_G, BLOCK_D] and the softmax running max and sum (fp32)."""
+    normalised output [BLOCK_G, BLOCK_D] and the softmax running max and sum (fp32). WIDEN as _attend_tile's."""
     q = tl.load(
         q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :],
         mask=gmask[:, None] & dmask[None, :], other=0.0,
@@ -192,7 +200,7 @@ def _decode_split(
     for n0 in range(start, end, BLOCK_N):
         acc, m_i, l_i = _attend_tile(
             acc, m_i, l_i, q, cache_ptr, bt_row, n0, end, g, hk, d, dmask, scale,
-            stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+            stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC, WIDEN,
         )
     o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
     return o, m_i, l_i
@@ -211,6 +219,7 @@ def _decode_kernel(
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
     EARLY_TILE: tl.constexpr = False, SPLIT_ALIGN: tl.constexpr = 0, ORDERED: tl.constexpr = False,
+    WIDEN: tl.constexpr = 0,
 ):
     """One program = (sequence, KV head, split): the G query heads of that KV head form one tile. The grid is
     (B, Hkv, splits), or when ORDERED (Hkv, splits, B) with the sequence of program index i at order_ptr[i]: every
@@ -226,7 +235,8 @@ def _decode_kernel(
     kernel writes, so it may be read first), and the merge reads only the splits that hold keys.
     EARLY_TILE (SPLIT only): the split's first key tile, but for the step's own key S - 1, is loaded before
     pdl_wait (decode_early_tile). SPLIT_ALIGN (> 0): split lengths are multiples of it instead of BLOCK_N (a
-    split may then end inside a tile, whose keys past the split are masked; decode_split_align)."""
+    split may then end inside a tile, whose keys past the split are masked; decode_split_align). WIDEN: how an e4m3
+    cache's tiles are widened (_attend_tile's; attention_config.kv8_widen)."""
     ALIGN: tl.constexpr = SPLIT_ALIGN if SPLIT_ALIGN > 0 else BLOCK_N
     pdl_trigger(PDL)
     if ORDERED:
@@ -257,7 +267,7 @@ def _decode_kernel(
         o, m_i, l_i = _decode_split(
             q_ptr, cache_ptr, bt_row, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
             stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+            PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, WIDEN,
         )
         tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=omask)
     else:
@@ -280,19 +290,24 @@ def _decode_kernel(
             v = tl.where(new, tl.load(cache_ptr + stride_c_kv + off, mask=new, other=0.0), v)
             q = tl.load(q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=omask, other=0.0)
             q = to_dot_dtype(q, cache_ptr.dtype.element_ty)
-            k, v = k.to(q.dtype), v.to(q.dtype)  # an e4m3 cache: exact
+            k, v = widen_cache_tile(k, q.dtype, WIDEN), widen_cache_tile(v, q.dtype, WIDEN)
             m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
             l_i = tl.zeros([BLOCK_G], tl.float32)
             acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
             if start < end:  # an empty split (EARLY_EXIT off) keeps o = 0, l_i = 0
-                sc = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+                if WIDEN == 0:
+                    sc = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
+                else:
+                    sc = tl.dot(q, tl.trans(k), input_precision=PREC) * (scale * 256.0)
                 sc = tl.where((n < end)[None, :], sc, float("-inf"))
                 p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
+                if WIDEN != 0:
+                    p = p * 256.0
                 acc = tl.dot(p.to(v.dtype), v, input_precision=PREC)
             for n0 in range(start + BLOCK_N, end, BLOCK_N):
                 acc, m_i, l_i = _attend_tile(
                     acc, m_i, l_i, q, cache_ptr, bt_row, n0, end, g, hk, d, dmask, scale,
-                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC,
+                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N, False, PREC, WIDEN,
                 )
             o = acc / tl.where(l_i > 0, l_i, 1.0)[:, None]
         else:
@@ -300,7 +315,7 @@ def _decode_kernel(
             o, m_i, l_i = _decode_split(
                 q_ptr, cache_ptr, bt_row, scale, tok, hk, start, end, g, heads, gmask, d, dmask,
                 stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-                PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC,
+                PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, WIDEN,
             )
         _split_output(o, m_i, l_i, dst, mid_o_ptr, mid_lse_ptr, cnt_ptr, b, hk, sp, S, split_len, num_splits,
                       heads, gmask, d, dmask, Hq, Hq // G, D, BLOCK_G, BLOCK_D, INLINE, EARLY_EXIT, LSE_S,
@@ -350,6 +365,7 @@ def attention_triton(
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
             EARLY_TILE=plan.splits > 1 and decode_early_tile(q.dtype), SPLIT_ALIGN=align, ORDERED=ordered,
+            WIDEN=kv8_widen(kv_cache.dtype, q.device),
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out

@@ -159,11 +159,16 @@ def mixed_decode_config(key: str) -> dict:
 def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     """Launch configuration of a decode kernel (the dedicated one, or with `fused` decode_fused.py's) for dtype
     `key` ("bf16" / "fp32"), its context split or not: SPLIT_DECODE_CONFIG for the dedicated kernel's bf16
-    split launches, else DECODE_CONFIG. For split launches TACHYON_DECODE_TILE (dedicated) /
-    TACHYON_DECODE_FUSED_TILE (fused) = BLOCK_N:num_warps:num_stages overrides it (A/B knobs, read per launch:
-    a CUDA graph keeps what was in force at capture). BLOCK_N also rounds the split length (_split_len)."""
-    name = "TACHYON_DECODE_FUSED_TILE" if fused else "TACHYON_DECODE_TILE"
-    env = os.environ.get(name, "") if split else ""
+    split launches, else DECODE_CONFIG. BLOCK_N:num_warps:num_stages in TACHYON_DECODE_TILE (the dedicated
+    kernel's split launches), TACHYON_DECODE_FUSED_TILE (the fused kernel's) or TACHYON_DECODE_UNSPLIT_TILE (the
+    dedicated kernel's unsplit launches, and the key tile of the one-launch mixed attention's decode programs)
+    overrides it (A/B knobs, read per launch: a CUDA graph keeps what was in force at capture). BLOCK_N also
+    rounds the split length (_split_len)."""
+    if fused:
+        name = "TACHYON_DECODE_FUSED_TILE" if split else ""
+    else:
+        name = "TACHYON_DECODE_TILE" if split else "TACHYON_DECODE_UNSPLIT_TILE"
+    env = os.environ.get(name, "") if name else ""
     if not env:
         return SPLIT_DECODE_CONFIG if split and key == "bf16" and not fused else DECODE_CONFIG[key]
     try:
@@ -171,6 +176,24 @@ def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     except ValueError:
         raise ValueError(f"{name} must be BLOCK_N:num_warps:num_stages, got {env!r}") from None
     return dict(BLOCK_N=block_n, num_warps=warps, num_stages=stages)
+
+
+KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN by TACHYON_KV8_WIDEN
+
+
+def kv8_widen(cache_dtype: torch.dtype, device: torch.device) -> int:
+    """How the dedicated decode kernel widens the K / V tiles of a cache of `cache_dtype` (quant_fp8.widen_cache_tile's
+    WIDEN): 0 for any cache but e4m3. Over an e4m3 cache TACHYON_KV8_WIDEN=cvt (the default: Triton's conversion,
+    one cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or asm (the same placement, one
+    PTX sequence per four values; under the CPU's interpreter, which runs no PTX, bits). Any other value raises
+    ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
+    env = os.environ.get("TACHYON_KV8_WIDEN", "") or "cvt"
+    if env not in KV8_WIDEN_MODES:
+        raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)}, got {env!r}")
+    if cache_dtype != torch.float8_e4m3fn:
+        return 0
+    mode = KV8_WIDEN_MODES[env]
+    return 1 if mode == 2 and device.type != "cuda" else mode
 
 
 def decode_fused_early_tile() -> bool:

@@ -101,6 +101,33 @@ def to_dot_dtype(q, cache_ty: tl.constexpr):
 
 
 @triton.jit
+def widen_cache_tile(x, dot_ty: tl.constexpr, WIDEN: tl.constexpr):
+    """A K or V tile as loaded from the cache, in the dots' dtype `dot_ty` (to_dot_dtype's). WIDEN 0: a plain cast
+    (over an e4m3 cache the dots are fp16 and the cast is one cvt per pair, exact). WIDEN 1 / 2 (an e4m3 cache only):
+    the value / 256, exactly, by placing e4m3's bits in fp16's: the sign at bit 15, exponent and mantissa at bits
+    13..7, so fp16's exponent bias (15) against e4m3's (7) is the factor 2^-8, subnormals included (0x7F, e4m3's NaN,
+    which a saturating cache never holds, reads 1.875). 1: integer ops (any backend, the interpreter's); 2: one
+    PTX sequence per four values (compiled code only). Callers scale their scores and probabilities by 256."""
+    if WIDEN == 0:
+        return x.to(dot_ty)
+    elif WIDEN == 1:
+        b = x.to(tl.uint8, bitcast=True).to(tl.uint16)
+        h = ((b & 0x80) << 8) | ((b & 0x7F) << 7)
+        return h.to(tl.float16, bitcast=True).to(dot_ty)
+    else:
+        # four e4m3 bytes in, two fp16 pairs out: each byte into the high byte of a 16-bit half (prmt), then the
+        # sign kept and the 7 bits below it moved down one (and, shr, lop3 (a & c) | b = 0xea)
+        h = tl.inline_asm_elementwise(
+            "{\n.reg .b32 a<2>, b<2>;\n"
+            "prmt.b32 a0, 0, $2, 0x5140;\nprmt.b32 a1, 0, $2, 0x7362;\n"
+            "and.b32 b0, a0, 0x7f007f00;\nand.b32 b1, a1, 0x7f007f00;\n"
+            "shr.b32 b0, b0, 1;\nshr.b32 b1, b1, 1;\n"
+            "lop3.b32 $0, a0, 0x80008000, b0, 0xea;\nlop3.b32 $1, a1, 0x80008000, b1, 0xea;\n}",
+            "=r,=r,r", [x.to(tl.uint8, bitcast=True)], dtype=tl.float16, is_pure=True, pack=4)
+        return h.to(dot_ty)
+
+
+@triton.jit
 def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, stride_x, stride_q, K: tl.constexpr, BLOCK: tl.constexpr,
                        MIN_AMAX: tl.constexpr, PDL: tl.constexpr):
     """One program per row: the row's |max| over BLOCK-wide chunks, then the scaled, clamped store (the
@@ -226,4 +253,4 @@ def fp8_gemm_small_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_
 __all__ = ["FP8", "FP8_GEMV_CONFIGS", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "QuantizedRows",
            "cast_to_cache", "cast_to_cache_ref", "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton",
            "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton", "quantize_weight",
-           "round_e4m3", "to_dot_dtype"]
+           "round_e4m3", "to_dot_dtype", "widen_cache_tile"]
