@@ -90,6 +90,6 @@ def test_attn_kv_fp8_smoke(tmp_path):
     names = ["decode B=3 ctx=40", "prefill 1x2048", "prefill 4x512 after 512 cached"]
     want = {(k, s): 1e-2 for s in names for k in ("attention", "attention, e4m3 cache")}
     want.update({("attention, e4m3 cache", f"decode B=3 ctx=40 widen={m} tile=16:4:1"): 1e-2
-                 for m in ("cvt", "bits", "asm")})
+                 for m in ("cvt", "asm", "cvt:asm", "asm:cvt")})
     _check_rows(res["rows"], want)
-    assert len(res["rows"]) == 9 and res["smoke"] is True
+    assert len(res["rows"]) == 10 and res["smoke"] is True

@@ -232,18 +232,20 @@ def test_attention_decode_unsplit_tile_knob(poison, monkeypatch, tile):
 
 
 def test_kv8_widen_knob(monkeypatch):
-    """TACHYON_KV8_WIDEN picks the e4m3 cache's widening (asm becomes bits off CUDA), leaves other caches at 0
-    and names itself when malformed."""
+    """TACHYON_KV8_WIDEN picks the e4m3 cache's widening of K and V tiles (k + 3 v; asm becomes bits under the CPU's
+    interpreter), leaves other caches at 0 and names itself when malformed."""
     from tachyon.kernels.attention_config import kv8_widen
 
-    cpu, fp8 = torch.device("cpu"), torch.float8_e4m3fn
+    cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
     assert kv8_widen(fp8, cpu) == 0
-    for mode, want in (("cvt", 0), ("bits", 1), ("asm", 1)):
+    for mode, want, want_cpu in (("cvt", 0, 0), ("bits", 4, 4), ("asm", 8, 4), ("cvt:asm", 6, 3), ("asm:bits", 5, 4)):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
-        assert kv8_widen(fp8, cpu) == want and kv8_widen(torch.bfloat16, cpu) == 0
-    monkeypatch.setenv("TACHYON_KV8_WIDEN", "fast")
-    with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
-        kv8_widen(torch.bfloat16, cpu)
+        assert kv8_widen(fp8, meta) == want and kv8_widen(fp8, cpu) == want_cpu
+        assert kv8_widen(torch.bfloat16, cpu) == 0
+    for bad in ("fast", "cvt:", "cvt:asm:bits"):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", bad)
+        with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
+            kv8_widen(torch.bfloat16, cpu)
 
 
 @needs_triton

@@ -83,11 +83,13 @@ def _widen_kernel(x_ptr, o_ptr, WIDEN: tl.constexpr):
 
 
 # TACHYON_KV8_WIDEN's modes: asm is PTX, which only compiled code runs (under the interpreter it means bits)
-WIDEN_MODES = ["cvt", "bits", pytest.param("asm", marks=pytest.mark.skipif(not CUDA, reason="PTX: CUDA only"))]
+_PTX = pytest.mark.skipif(not CUDA, reason="PTX: CUDA only")
+WIDEN_MODES = ["cvt", "bits", "cvt:bits", "bits:cvt"]
+WIDEN_MODES += [pytest.param(m, marks=_PTX) for m in ("asm", "cvt:asm", "asm:cvt")]
 
 
 @needs_triton
-@pytest.mark.parametrize("mode", WIDEN_MODES)
+@pytest.mark.parametrize("mode", WIDEN_MODES[:2] + WIDEN_MODES[4:5])
 def test_widen_cache_tile_every_e4m3_value(mode):
     """Every finite e4m3 value (subnormals, both zeros, +-448) widened by quant_fp8.widen_cache_tile: the cast
     gives the value, the bit placements the value / 256, exactly."""
@@ -134,6 +136,26 @@ def test_attention_decode_fp8_cache_splits_early_tile(poison, monkeypatch, early
 
 
 @needs_triton
+@pytest.mark.parametrize("mode", WIDEN_MODES)
+def test_mixed_attention_fp8_cache(poison, monkeypatch, mode):
+    """The one-launch mixed attention over an e4m3 cache (its decode programs widened each way) gives the
+    reference's covered rows."""
+    import math
+
+    from tests.test_kernels_mixed import STEPS, mixed_step
+
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
+    gen = torch.Generator().manual_seed(14)
+    q, cache, parts, bound, max_seq, _, covered = mixed_step(*STEPS[0], 8, 2, 32, 8, torch.float32, gen)
+    cache8, q = _fp8_cache(cache), q.to(QDT)
+    args = dict(max_chunk_len=bound, max_seq_len=max_seq, scale=1.0 / math.sqrt(32))
+    out = K.mixed_attention_triton(q, cache8, **parts, **args, out=torch.full_like(q, NAN))
+    ref = K.mixed_attention_ref(q, cache8, **parts, **args, out=torch.full_like(q, NAN))
+    rows = torch.tensor(covered, device=q.device)
+    close(out[rows], ref[rows], QDT)
+
+
+@needs_triton
 def test_attention_prefill_fp8_cache(poison):
     gen = torch.Generator().manual_seed(13)
     specs = MIXED + [(3, 40)]
@@ -173,10 +195,15 @@ def test_qkv_post_fp8_cache_stores_the_reference_bytes(name):
 
 
 @needs_triton
+@pytest.mark.parametrize("mode", WIDEN_MODES)
+@pytest.mark.parametrize("early_tile", ["0", "1"])
 @pytest.mark.parametrize("name", ["qwen2", "qwen3"])
-def test_decode_qkv_attention_fp8_cache(poison, name):
-    """The fused decode kernel over an e4m3 cache: the new key stored as the reference stores it, the output
-    as the reference's (whose attention reads the new key back from the cache, quantized)."""
+def test_decode_qkv_attention_fp8_cache(poison, monkeypatch, name, early_tile, mode):
+    """The fused decode kernel over an e4m3 cache (its cached tiles widened each way, the first loaded early or
+    not): the new key stored as the reference stores it, the output as the reference's (whose attention reads the
+    new key back from the cache, quantized)."""
+    monkeypatch.setenv("TACHYON_DECODE_FUSED_EARLY_TILE", early_tile)
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
     case = make_case(name, QDT)
     case["kv_cache"] = _fp8_cache(case["kv_cache"].float())
     ref, ref_cache = run(K.decode_qkv_attention_ref, case, num_kv_splits=4)

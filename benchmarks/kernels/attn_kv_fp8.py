@@ -3,9 +3,9 @@ each against its own byte floor (run_all.py's rows, timing and table: harness.py
 
 GPU:  python3 benchmarks/kernels/attn_kv_fp8.py --out $OUT [--widen-sweep]
 CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke [--widen-sweep]   (Triton interpreter, tiny shapes, no timing)
---widen-sweep: the e4m3 decode rows again for each way of widening the cache's tiles (TACHYON_KV8_WIDEN) and
-each unsplit key tile in WIDEN_TILES (TACHYON_DECODE_UNSPLIT_TILE; split launches keep theirs), each row named
-by both.
+--widen-sweep: the e4m3 decode rows again for each way of widening the cache's tiles (TACHYON_KV8_WIDEN,
+WIDEN_SWEEP) and each unsplit key tile in WIDEN_TILES (TACHYON_DECODE_UNSPLIT_TILE; split launches keep theirs), each
+row named by both.
 (Until 8f3e4bb this was `run_all.py --kv-fp8`; session 12's attn_kvfp8_8f3e4bb/ ran that.)
 """
 
@@ -21,17 +21,16 @@ import torch
 from bench_attention import b_attention
 from timing import env, markdown
 
-WIDEN_TILES = ("128:4:2", "128:4:3", "256:4:2", "256:8:2", "64:4:2")  # the first is DECODE_CONFIG's bf16 entry
+WIDEN_TILES = ("128:4:2", "128:4:3", "256:4:2")  # the first is DECODE_CONFIG's bf16 entry
+WIDEN_SWEEP = ("cvt", "asm", "cvt:asm", "asm:cvt")  # TACHYON_KV8_WIDEN (K:V); bits (integer ops) is asm's CPU stand-in
 
 
 def widen_sweep(cases, gen) -> None:
     """The e4m3 decode rows under every (TACHYON_KV8_WIDEN mode, unsplit tile); each variant's knobs are set
     only around its row (a CUDA graph keeps what was in force at its capture)."""
-    from tachyon.kernels.attention_config import KV8_WIDEN_MODES
-
     tiles = WIDEN_TILES if not H.SMOKE else ("16:4:1",)
     for name, specs in cases:
-        for mode in KV8_WIDEN_MODES:
+        for mode in WIDEN_SWEEP:
             for tile in tiles:
                 os.environ.update(TACHYON_KV8_WIDEN=mode, TACHYON_DECODE_UNSPLIT_TILE=tile)
                 try:

@@ -202,11 +202,16 @@ def launch_fp8(K, t, i32, i64, f32) -> None:
         Q8.fp8_gemm_small_triton((t(f8, 8, 18944), f32(8, 1)), t(f8, 3584, 18944), f32(3584), None, cfg, bf)
     hq, hkv, d = 28, 4, 128
     q, cache = t(bf, 4096, hq, d), t(f8, 2, 1000, 16, hkv, d)
-    for b, ctx in ((1, 4096), (256, 4096)):
-        K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
+    for widen in ("cvt", "bits", "asm", "cvt:asm"):  # TACHYON_KV8_WIDEN's modes (attention_config.kv8_widen)
+        os.environ["TACHYON_KV8_WIDEN"] = widen
+        for b, ctx in ((1, 4096), (256, 4096)):
+            K.attention_triton(q[:b], cache, i32(b + 1), i32(b), i32(b, 300), 1, ctx, 0.1)
+        K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288,
+                                 4096, 0.1)
+        K.decode_qkv_attention_triton(t(bf, 8, 36 * 128), f32(40960, 128), t(f8, 2, 100, 16, 4, 128), i64(8), None,
+                                      None, 1e-6, 28, 4, 128, i32(9), i32(8), i32(8, 300), 4096, 0.1)
+    os.environ.pop("TACHYON_KV8_WIDEN")
     K.attention_triton(q, cache, i32(2), i32(1), i32(1, 300), 4096, 4096, 0.1)
-    K.mixed_attention_triton(q[:288], cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288, 4096,
-                             0.1)
     K.store_kv_triton(q[:, :hkv], q[:, :hkv], cache, i64(4096))
     K.qkv_post_triton(t(bf, 4096, (16 + 2 * 8) * 128), i64(4096), f32(40960, 128), t(f8, 2, 100, 16, 8, 128),
                       i64(4096), t(bf, 128), t(bf, 128), 1e-6, 16, 8, 128)

@@ -27,7 +27,7 @@ from tachyon.kernels.attention_config import (
     prefill_config,
 )
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_kernel
-from tachyon.kernels.quant_fp8 import to_dot_dtype, widen_cache_tile
+from tachyon.kernels.quant_fp8 import to_dot_dtype, widen_cache_tile, widened_scale
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 _REF_QUERY_ROWS = 1024  # attention_ref's query rows per score matrix
@@ -162,21 +162,16 @@ def _attend_tile(
     blk = tl.load(bt_ptr + n // PAGE, mask=nmask, other=0).to(tl.int64)
     off = blk * stride_c_blk + (n % PAGE) * stride_c_tok + hk * stride_c_h
     kvmask = nmask[:, None] & dmask[None, :]
-    k = widen_cache_tile(tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0), q.dtype, WIDEN)
-    if WIDEN == 0:
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
-    else:
-        s = tl.dot(q, tl.trans(k), input_precision=PREC) * (scale * 256.0)
+    k = widen_cache_tile(tl.load(cache_ptr + off[:, None] + d[None, :], mask=kvmask, other=0.0), q.dtype, WIDEN % 3)
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * widened_scale(scale, WIDEN % 3)
     if CAUSAL:
         s = tl.where((n[None, :] <= pos[:, None]) & nmask[None, :], s, float("-inf"))
     else:
         s = tl.where(nmask[None, :], s, float("-inf"))
     p, alpha, m_new, l_i = _softmax_step(s, m_i, l_i)
     v = widen_cache_tile(tl.load(cache_ptr + stride_c_kv + off[:, None] + d[None, :], mask=kvmask, other=0.0),
-                         q.dtype, WIDEN)
-    if WIDEN != 0:
-        p = p * 256.0
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+                         q.dtype, WIDEN // 3)
+    acc = acc * alpha[:, None] + tl.dot(widened_scale(p, WIDEN // 3).to(v.dtype), v, input_precision=PREC)
     return acc, m_new, l_i
 
 
@@ -290,20 +285,15 @@ def _decode_kernel(
             v = tl.where(new, tl.load(cache_ptr + stride_c_kv + off, mask=new, other=0.0), v)
             q = tl.load(q_ptr + tok * stride_qt + heads[:, None] * stride_qh + d[None, :], mask=omask, other=0.0)
             q = to_dot_dtype(q, cache_ptr.dtype.element_ty)
-            k, v = widen_cache_tile(k, q.dtype, WIDEN), widen_cache_tile(v, q.dtype, WIDEN)
+            k, v = widen_cache_tile(k, q.dtype, WIDEN % 3), widen_cache_tile(v, q.dtype, WIDEN // 3)
             m_i = tl.full([BLOCK_G], float("-inf"), tl.float32)
             l_i = tl.zeros([BLOCK_G], tl.float32)
             acc = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
             if start < end:  # an empty split (EARLY_EXIT off) keeps o = 0, l_i = 0
-                if WIDEN == 0:
-                    sc = tl.dot(q, tl.trans(k), input_precision=PREC) * scale
-                else:
-                    sc = tl.dot(q, tl.trans(k), input_precision=PREC) * (scale * 256.0)
+                sc = tl.dot(q, tl.trans(k), input_precision=PREC) * widened_scale(scale, WIDEN % 3)
                 sc = tl.where((n < end)[None, :], sc, float("-inf"))
                 p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-                if WIDEN != 0:
-                    p = p * 256.0
-                acc = tl.dot(p.to(v.dtype), v, input_precision=PREC)
+                acc = tl.dot(widened_scale(p, WIDEN // 3).to(v.dtype), v, input_precision=PREC)
             for n0 in range(start + BLOCK_N, end, BLOCK_N):
                 acc, m_i, l_i = _attend_tile(
                     acc, m_i, l_i, q, cache_ptr, bt_row, n0, end, g, hk, d, dmask, scale,

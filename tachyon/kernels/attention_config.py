@@ -178,22 +178,26 @@ def decode_config(key: str, split: bool, fused: bool = False) -> dict:
     return dict(BLOCK_N=block_n, num_warps=warps, num_stages=stages)
 
 
-KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN by TACHYON_KV8_WIDEN
+KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN, by TACHYON_KV8_WIDEN's names
 
 
 def kv8_widen(cache_dtype: torch.dtype, device: torch.device) -> int:
-    """How the dedicated decode kernel widens the K / V tiles of a cache of `cache_dtype` (quant_fp8.widen_cache_tile's
-    WIDEN): 0 for any cache but e4m3. Over an e4m3 cache TACHYON_KV8_WIDEN=cvt (the default: Triton's conversion,
-    one cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or asm (the same placement, one
-    PTX sequence per four values; under the CPU's interpreter, which runs no PTX, bits). Any other value raises
+    """How the decode kernels (the dedicated one, the fused one and the mixed launch's decode programs) widen the
+    K and V tiles of a cache of `cache_dtype`: k + 3 v, the quant_fp8.widen_cache_tile modes of the K and the V
+    tiles; 0 for any cache but e4m3. TACHYON_KV8_WIDEN names one mode for both, or K's and V's as `K:V`: cvt (the
+    default: Triton's conversion, one cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or
+    asm (the same placement, one PTX sequence per four values; under the CPU's interpreter, which runs no PTX,
+    bits). `cvt:asm` splits the widening between the conversion unit and the integer ALUs. Anything else raises
     ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
     env = os.environ.get("TACHYON_KV8_WIDEN", "") or "cvt"
-    if env not in KV8_WIDEN_MODES:
-        raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)}, got {env!r}")
+    names = env.split(":") if env.count(":") == 1 else [env, env]
+    if any(n not in KV8_WIDEN_MODES for n in names):
+        raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)} or two of them as K:V, "
+                         f"got {env!r}")
     if cache_dtype != torch.float8_e4m3fn:
         return 0
-    mode = KV8_WIDEN_MODES[env]
-    return 1 if mode == 2 and device.type != "cuda" else mode
+    k, v = (1 if KV8_WIDEN_MODES[n] == 2 and device.type == "cpu" else KV8_WIDEN_MODES[n] for n in names)
+    return k + 3 * v
 
 
 def decode_fused_early_tile() -> bool:

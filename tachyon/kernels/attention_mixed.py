@@ -19,7 +19,7 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _decode_split, attention_ref
-from tachyon.kernels.attention_config import attention_pdl, mixed_chunk_config, mixed_decode_config
+from tachyon.kernels.attention_config import attention_pdl, kv8_widen, mixed_chunk_config, mixed_decode_config
 from tachyon.kernels.attention_prefill import LOG2E, _prefill_block
 
 
@@ -64,13 +64,14 @@ def _mixed_kernel(
     G: tl.constexpr, D: tl.constexpr, PAGE: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     BLOCK_Q: tl.constexpr, BLOCK_GP: tl.constexpr, BLOCK_NP: tl.constexpr, BLOCK_GD: tl.constexpr,
     BLOCK_ND: tl.constexpr, BLOCK_D: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, ORDERED: tl.constexpr,
+    WIDEN: tl.constexpr = 0,
 ):
     """Programs: first NUM_CHUNKS * chunk_blocks chunk programs (query block qb of chunk c, the last blocks of every
     chunk first: they have the most keys), then one per decode sequence, in batch order or, when ORDERED, in
     dord_ptr's order. The KV head is axis 1 (axis 0 when ORDERED: every head of a program index is dispatched
     before the next index, so the whole launch runs heaviest first). Step inputs (query start locations, sequence
     lengths, block tables, the order: no kernel writes them) are read before pdl_wait; a program with no work
-    returns without waiting."""
+    returns without waiting. WIDEN: how the decode programs widen an e4m3 cache's tiles (attention._attend_tile's)."""
     pdl_trigger(PDL)
     if ORDERED:
         pid = tl.program_id(1)
@@ -108,7 +109,7 @@ def _mixed_kernel(
             o, m_i, l_i = _decode_split(
                 q_ptr, cache_ptr, dbt_ptr + b * stride_bt_d, scale, tok, hk, 0, S, g, heads, gmask, d, dmask,
                 stride_qt, stride_qh, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h,
-                PAGE, BLOCK_GD, BLOCK_D, BLOCK_ND, PREC,
+                PAGE, BLOCK_GD, BLOCK_D, BLOCK_ND, PREC, WIDEN,
             )
             dst = out_ptr + tok * stride_ot + heads[:, None] * stride_oh + d[None, :]
             tl.store(dst, o.to(out_ptr.dtype.element_ty), mask=gmask[:, None] & dmask[None, :])
@@ -169,6 +170,7 @@ def mixed_attention_triton(
         G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
-        num_stages=pre["num_stages"], ORDERED=ordered, **pdl_args(q.device, attention_pdl()),
+        num_stages=pre["num_stages"], ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, q.device),
+        **pdl_args(q.device, attention_pdl()),
     )
     return out

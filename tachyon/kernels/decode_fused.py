@@ -24,9 +24,9 @@ import torch
 
 from tachyon.kernels._triton import next_pow2, pdl_args, pdl_trigger, pdl_wait, require_triton, tl, triton
 from tachyon.kernels.attention import _softmax_step, attention_ref
-from tachyon.kernels.attention_config import decode_config, decode_fused_early_tile
+from tachyon.kernels.attention_config import decode_config, decode_fused_early_tile, kv8_widen
 from tachyon.kernels.fused_qkv import _check_args, _load_heads, _norm_rope, _norm_weights, qkv_post_ref
-from tachyon.kernels.quant_fp8 import cast_to_cache, to_dot_dtype
+from tachyon.kernels.quant_fp8 import cast_to_cache, to_dot_dtype, widen_cache_tile, widened_scale
 from tachyon.kernels.split_kv import _split_len, _split_output, plan_splits
 
 
@@ -92,12 +92,13 @@ def _attend_split(row, cs_ptr, cache_ptr, slot_ptr, b, qw_ptr, kw_ptr, bt_row, h
                   Hq: tl.constexpr, Hkv: tl.constexpr, G: tl.constexpr, D: tl.constexpr, HALF: tl.constexpr,
                   ROT: tl.constexpr, HAS_NORM: tl.constexpr, PAGE: tl.constexpr, BLOCK_G: tl.constexpr,
                   BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PREC: tl.constexpr, EARLY_TILE: tl.constexpr,
-                  CG: tl.constexpr):
+                  CG: tl.constexpr, WIDEN: tl.constexpr = 0):
     """One split's attention for the token whose qkv row is `row` (KV head hk, keys start .. end of S): (q/k
     norm,) rotary, the cached keys first .. cached_end through the block-table row bt_row (with EARLY_TILE the
     tile at start is k0 / v0 / nmask0, loaded by the caller), and when the split holds key S - 1 that key from
     registers, stored to slot_ptr[b]'s slot (skipped for -1). Call after the wait for whatever wrote the row (CG:
-    it was written by another program of this launch: loaded through L2). Returns (o normalised, m_i, l_i)."""
+    it was written by another program of this launch: loaded through L2). WIDEN: how an e4m3 cache's tiles are
+    widened (attention._attend_tile's). Returns (o normalised, m_i, l_i)."""
     last = S - 1
     xq, xqp, hq, dq, mq = _load_heads(row + hk * G * D, G, BLOCK_G, D, BLOCK_D, HALF, ROT, CG)
     xk, xkp, hk1, dk, mk = _load_heads(row + (Hq + hk) * D, 1, 1, D, BLOCK_D, HALF, ROT, CG)
@@ -123,21 +124,24 @@ def _attend_split(row, cs_ptr, cache_ptr, slot_ptr, b, qw_ptr, kw_ptr, bt_row, h
             qw, qwp, kw, kwp = c, c, c, c  # unused
         q = to_dot_dtype(_norm_rope(xq, xqp, dq, qw, qwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM),
                          cache_ptr.dtype.element_ty)
+        kscale = widened_scale(scale, WIDEN % 3)  # the cached tiles' score scale
         if EARLY_TILE:
             if start < cached_end:  # the preloaded tile holds at least one cached key
-                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0.to(q.dtype)), input_precision=PREC) * scale,
-                              float("-inf"))
+                k0w = widen_cache_tile(k0, q.dtype, WIDEN % 3)
+                sc = tl.where(nmask0[None, :], tl.dot(q, tl.trans(k0w), input_precision=PREC) * kscale, float("-inf"))
                 p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-                acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v0.to(q.dtype), input_precision=PREC)
+                v0w = widen_cache_tile(v0, q.dtype, WIDEN // 3)
+                acc = acc * alpha[:, None] + tl.dot(widened_scale(p, WIDEN // 3).to(q.dtype), v0w, input_precision=PREC)
         for n0 in range(first, cached_end, BLOCK_N):
             blk = blk_next
             blk_next = _block_ids(bt_row, n0 + BLOCK_N, cached_end, PAGE, BLOCK_N)
             k, v, nmask = _kv_tile(cache_ptr, blk, n0, cached_end, hk, d, dmask,
                                    stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, PAGE, BLOCK_N)
-            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(k.to(q.dtype)), input_precision=PREC) * scale,
-                          float("-inf"))
+            sc = tl.where(nmask[None, :], tl.dot(q, tl.trans(widen_cache_tile(k, q.dtype, WIDEN % 3)),
+                                                 input_precision=PREC) * kscale, float("-inf"))
             p, alpha, m_i, l_i = _softmax_step(sc, m_i, l_i)
-            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v.to(q.dtype), input_precision=PREC)
+            vw = widen_cache_tile(v, q.dtype, WIDEN // 3)
+            acc = acc * alpha[:, None] + tl.dot(widened_scale(p, WIDEN // 3).to(q.dtype), vw, input_precision=PREC)
         if end == S:  # this split holds the new key
             ct = cache_ptr.dtype.element_ty
             k_new = cast_to_cache(_norm_rope(xk, xkp, dk, kw, kwp, c, s, sign, eps, D, HALF, ROT, HAS_NORM), ct)
@@ -171,7 +175,7 @@ def _decode_qkv_kernel(
     BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
     num_splits, SPLIT: tl.constexpr, PREC: tl.constexpr, PDL: tl.constexpr, EARLY_EXIT: tl.constexpr = False,
     INLINE: tl.constexpr = False, LSE_S: tl.constexpr = 64, MERGE_S: tl.constexpr = 4,
-    EARLY_TILE: tl.constexpr = False, ORDERED: tl.constexpr = False,
+    EARLY_TILE: tl.constexpr = False, ORDERED: tl.constexpr = False, WIDEN: tl.constexpr = 0,
 ):
     """Program (b, KV head hk, split sp): the G query heads of hk over the split's keys; the grid is (B, Hkv,
     splits), or when ORDERED (Hkv, splits, B) with the sequence of program index i at order_ptr[i]. Cache keys come
@@ -224,7 +228,7 @@ def _decode_qkv_kernel(
     o, m_i, l_i = _attend_split(
         row, cs_ptr, cache_ptr, slot_ptr, b, qw_ptr, kw_ptr, bt_row, hk, start, end, first, cached_end, S, scale, eps,
         stride_cs, stride_c_kv, stride_c_blk, stride_c_tok, stride_c_h, d, dmask, k0, v0, nmask0,
-        Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, EARLY_TILE, False)
+        Hq, Hkv, G, D, HALF, ROT, HAS_NORM, PAGE, BLOCK_G, BLOCK_D, BLOCK_N, PREC, EARLY_TILE, False, WIDEN)
     omask = gmask[:, None] & dmask[None, :]
     dst_o = out_ptr + b.to(tl.int64) * stride_ot + heads[:, None] * stride_oh + d[None, :]
     if SPLIT:
@@ -284,7 +288,7 @@ def decode_qkv_attention_triton(
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"], EARLY_TILE=decode_fused_early_tile(), **plan.kernel_args(), **pdl,
-        ORDERED=ordered,
+        ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, qkv.device),
     )
     plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out

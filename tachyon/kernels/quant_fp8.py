@@ -128,6 +128,16 @@ def widen_cache_tile(x, dot_ty: tl.constexpr, WIDEN: tl.constexpr):
 
 
 @triton.jit
+def widened_scale(x, WIDEN: tl.constexpr):
+    """x (a softmax scale, or probabilities) for the dots with K / V tiles that widen_cache_tile made: x * 256
+    where WIDEN's tiles hold values / 256, else x itself."""
+    if WIDEN == 0:
+        return x
+    else:
+        return x * 256.0
+
+
+@triton.jit
 def _quant_rows_kernel(x_ptr, q_ptr, s_ptr, stride_x, stride_q, K: tl.constexpr, BLOCK: tl.constexpr,
                        MIN_AMAX: tl.constexpr, PDL: tl.constexpr):
     """One program per row: the row's |max| over BLOCK-wide chunks, then the scaled, clamped store (the
@@ -253,4 +263,4 @@ def fp8_gemm_small_triton(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_
 __all__ = ["FP8", "FP8_GEMV_CONFIGS", "FP8_MAX", "FP8_SMALL_CONFIGS", "FP8_SMALL_FAST_CONFIGS", "QuantizedRows",
            "cast_to_cache", "cast_to_cache_ref", "fast_accum", "fp8_gemm_small_triton", "fp8_gemv_triton",
            "fp8_linear_cuda", "fp8_linear_ref", "quantize_rows_ref", "quantize_rows_triton", "quantize_weight",
-           "round_e4m3", "to_dot_dtype", "widen_cache_tile"]
+           "round_e4m3", "to_dot_dtype", "widen_cache_tile", "widened_scale"]
