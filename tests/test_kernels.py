@@ -232,15 +232,20 @@ def test_attention_decode_unsplit_tile_knob(poison, monkeypatch, tile):
 
 
 def test_kv8_widen_knob(monkeypatch):
-    """TACHYON_KV8_WIDEN picks the e4m3 cache's widening of K and V tiles (k + 3 v; asm becomes bits under the CPU's
-    interpreter), leaves other caches at 0 and names itself when malformed."""
-    from tachyon.kernels.attention_config import kv8_widen
+    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt, or cvt:asm from the threshold's program
+    count; TACHYON_KV8_WIDEN forces it (asm becomes bits under the CPU's interpreter). Other caches: 0. A malformed
+    value names the variable."""
+    from tachyon.kernels.attention_config import KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM, kv8_widen
 
     cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
-    assert kv8_widen(fp8, cpu) == 0
+    monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
+    least = KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132  # sm_count off CUDA
+    assert kv8_widen(fp8, meta) == kv8_widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
+    assert kv8_widen(fp8, meta, least) == 6 and kv8_widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
+    assert kv8_widen(torch.bfloat16, meta, least) == 0
     for mode, want, want_cpu in (("cvt", 0, 0), ("bits", 4, 4), ("asm", 8, 4), ("cvt:asm", 6, 3), ("asm:bits", 5, 4)):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
-        assert kv8_widen(fp8, meta) == want and kv8_widen(fp8, cpu) == want_cpu
+        assert kv8_widen(fp8, meta) == kv8_widen(fp8, meta, 10**6) == want and kv8_widen(fp8, cpu) == want_cpu
         assert kv8_widen(torch.bfloat16, cpu) == 0
     for bad in ("fast", "cvt:", "cvt:asm:bits"):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", bad)

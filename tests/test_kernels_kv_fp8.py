@@ -6,6 +6,7 @@ CPU (fp32 queries there: its bf16 tl.dot is unusable)."""
 import pytest
 import torch
 
+from tachyon.kernels import attention_config as attn_cfg
 from tachyon.kernels._triton import tl, triton
 from tachyon.kernels.attention_config import KV8_WIDEN_MODES
 from tachyon.kernels.quant_fp8 import widen_cache_tile
@@ -104,12 +105,18 @@ def test_widen_cache_tile_every_e4m3_value(mode):
 
 
 @needs_triton
-@pytest.mark.parametrize("mode", WIDEN_MODES)
+@pytest.mark.parametrize("mode", WIDEN_MODES + ["default", "default-large"])
 @pytest.mark.parametrize("splits", [1, 3])
 def test_attention_decode_fp8_cache(poison, monkeypatch, splits, mode):
-    """The decode kernel over an e4m3 cache, each way of widening it, gives the reference's result over the same
-    cache, and the float64 SDPA over the dequantized keys and values."""
-    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
+    """The decode kernel over an e4m3 cache, each way of widening it (forced, or by default: "default-large" lowers
+    the program threshold so this small batch takes the large launches' widening), gives the reference's result over
+    the same cache, and the float64 SDPA over the dequantized keys and values."""
+    if mode.startswith("default"):
+        monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
+        if mode == "default-large":
+            monkeypatch.setattr(attn_cfg, "KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM", 0)
+    else:
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
     gen = torch.Generator().manual_seed(11)
     q, cache, meta, _ = make_batch(DECODE, 8, 2, 64, 16, torch.float32, gen)
     cache8 = _fp8_cache(cache)

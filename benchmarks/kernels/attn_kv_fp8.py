@@ -5,7 +5,7 @@ GPU:  python3 benchmarks/kernels/attn_kv_fp8.py --out $OUT [--widen-sweep]
 CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke [--widen-sweep]   (Triton interpreter, tiny shapes, no timing)
 --widen-sweep: the e4m3 decode rows again for each way of widening the cache's tiles (TACHYON_KV8_WIDEN,
 WIDEN_SWEEP) and each unsplit key tile in WIDEN_TILES (TACHYON_DECODE_UNSPLIT_TILE; split launches keep theirs), each
-row named by both.
+row named by both. --widen-batches: only e4m3 decode rows at 1,024 keys, batches 64-256, cvt against cvt:asm.
 (Until 8f3e4bb this was `run_all.py --kv-fp8`; session 12's attn_kvfp8_8f3e4bb/ ran that.)
 """
 
@@ -41,11 +41,27 @@ def widen_sweep(cases, gen) -> None:
                     os.environ.pop("TACHYON_DECODE_UNSPLIT_TILE")
 
 
+def widen_batches(gen) -> None:
+    """Where cvt:asm starts to pay (attention_config.KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM): e4m3 decode rows at 1,024
+    keys for batches between stop 58's two measured points, both widenings forced."""
+    batches = (64, 96, 128, 160, 192, 256) if not H.SMOKE else (2, 3)
+    ctx = 1024 if not H.SMOKE else 40
+    for B in batches:
+        for mode in ("cvt", "cvt:asm"):
+            os.environ["TACHYON_KV8_WIDEN"] = mode
+            try:
+                b_attention(f"decode B={B} ctx={ctx} widen={mode}", [(ctx - 1, 1)] * B, gen, time_ref=False,
+                            kv_dtype=torch.float8_e4m3fn)
+            finally:
+                os.environ.pop("TACHYON_KV8_WIDEN")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
     ap.add_argument("--widen-sweep", action="store_true", help="e4m3 decode rows per widening mode and key tile")
+    ap.add_argument("--widen-batches", action="store_true", help="only e4m3 decode rows, cvt against cvt:asm by batch")
     args = ap.parse_args()
     if not H.SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -58,6 +74,9 @@ def main() -> None:
     cases = list(decodes)
     cases += [("prefill 1x2048", [(0, 2048)] if not H.SMOKE else [(0, 37)]),
               ("prefill 4x512 after 512 cached", [(512, 512)] * 4 if not H.SMOKE else [(20, 5)])]
+    if args.widen_batches:
+        cases = []
+        widen_batches(gen)
     for name, specs in cases:
         for kv_dtype in (None, torch.float8_e4m3fn):
             b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)

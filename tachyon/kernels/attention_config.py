@@ -179,21 +179,34 @@ def decode_config(key: str, split: bool, fused: bool = False) -> dict:
 
 
 KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN, by TACHYON_KV8_WIDEN's names
+# An e4m3 cache's decode launches of at least this many programs a multiprocessor widen K through the conversion unit
+# and V by bit placement (cvt:asm), sharing the widening between that unit and the integer ALUs; smaller launches
+# convert both (cvt). H100 (stop 58, benchmarks/results/session47/s58a/, attn_kv_fp8.py --widen-sweep, Qwen2.5-7B
+# heads, in-graph µs, cvt -> cvt:asm): 256 sequences (1,024 programs, 7.8 a SM) 242.6 -> 208.5 at 2,048 keys and
+# 68.1 -> 60.7 at 512; 64 sequences (256 programs, 1.9 a SM) 65.7 -> 71.2 and 17.5 -> 19.1, where the longer
+# instruction stream costs a latency-bound launch more than the shared pipes save. 4 lies between; not measured there.
+KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM = 4
 
 
-def kv8_widen(cache_dtype: torch.dtype, device: torch.device) -> int:
-    """How the decode kernels (the dedicated one, the fused one and the mixed launch's decode programs) widen the
-    K and V tiles of a cache of `cache_dtype`: k + 3 v, the quant_fp8.widen_cache_tile modes of the K and the V
-    tiles; 0 for any cache but e4m3. TACHYON_KV8_WIDEN names one mode for both, or K's and V's as `K:V`: cvt (the
-    default: Triton's conversion, one cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or
-    asm (the same placement, one PTX sequence per four values; under the CPU's interpreter, which runs no PTX,
-    bits). `cvt:asm` splits the widening between the conversion unit and the integer ALUs. Anything else raises
+def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0) -> int:
+    """How a decode launch of `programs` (sequence, KV head, split) programs (the dedicated kernel, the fused one, the
+    mixed launch's decode programs) widens the K and V tiles of a cache of `cache_dtype`: k + 3 v, the
+    quant_fp8.widen_cache_tile modes of its K and V tiles; 0 for any cache but e4m3. By default an e4m3 cache's
+    launches of at least KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor take cvt:asm, others cvt.
+    TACHYON_KV8_WIDEN forces one mode for both tiles, or K's and V's as `K:V`: cvt (Triton's conversion, one
+    cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or asm (the same placement, one PTX
+    sequence per four values). Under the CPU's interpreter, which runs no PTX, asm means bits. Anything else raises
     ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
-    env = os.environ.get("TACHYON_KV8_WIDEN", "") or "cvt"
-    names = env.split(":") if env.count(":") == 1 else [env, env]
-    if any(n not in KV8_WIDEN_MODES for n in names):
-        raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)} or two of them as K:V, "
-                         f"got {env!r}")
+    env = os.environ.get("TACHYON_KV8_WIDEN", "")
+    if env:
+        names = env.split(":") if env.count(":") == 1 else [env, env]
+        if any(n not in KV8_WIDEN_MODES for n in names):
+            raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)} or two of them as K:V, "
+                             f"got {env!r}")
+    elif programs >= KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * sm_count(device):
+        names = ["cvt", "asm"]
+    else:
+        names = ["cvt", "cvt"]
     if cache_dtype != torch.float8_e4m3fn:
         return 0
     k, v = (1 if KV8_WIDEN_MODES[n] == 2 and device.type == "cpu" else KV8_WIDEN_MODES[n] for n in names)

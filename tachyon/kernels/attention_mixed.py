@@ -119,7 +119,8 @@ def mixed_tiles(dtype: torch.dtype, group: int) -> tuple[dict, dict, int]:
     """The launch choices of _mixed_kernel, which alone set its compiled variant (with the model's head layout): the
     decode programs' config (attention_config.mixed_decode_config), the chunk programs'
     (attention_config.mixed_chunk_config) and the query tokens a chunk program takes. None depends on the step, so a
-    model compiles one variant per dtype."""
+    model compiles one variant per dtype (over an e4m3 cache, one per widening that attention_config.kv8_widen picks
+    by the step's decode count: two)."""
     key = "fp32" if dtype == torch.float32 else "bf16"
     block_g = next_pow2(group)
     pre = mixed_chunk_config(key)
@@ -170,7 +171,7 @@ def mixed_attention_triton(
         G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
-        num_stages=pre["num_stages"], ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, q.device),
+        num_stages=pre["num_stages"], ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, q.device, nd * Hkv),
         **pdl_args(q.device, attention_pdl()),
     )
     return out
