@@ -239,7 +239,7 @@ def test_kv8_widen_knob(monkeypatch):
 
     cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
     monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
-    least = KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132  # sm_count off CUDA
+    least = math.ceil(KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132)  # sm_count off CUDA
     assert kv8_widen(fp8, meta) == kv8_widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
     assert kv8_widen(fp8, meta, least) == 6 and kv8_widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
     assert kv8_widen(torch.bfloat16, meta, least) == 0

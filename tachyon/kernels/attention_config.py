@@ -181,11 +181,12 @@ def decode_config(key: str, split: bool, fused: bool = False) -> dict:
 KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN, by TACHYON_KV8_WIDEN's names
 # An e4m3 cache's decode launches of at least this many programs a multiprocessor widen K through the conversion unit
 # and V by bit placement (cvt:asm), sharing the widening between that unit and the integer ALUs; smaller launches
-# convert both (cvt). H100 (stop 58, benchmarks/results/session47/s58a/, attn_kv_fp8.py --widen-sweep, Qwen2.5-7B
-# heads, in-graph µs, cvt -> cvt:asm): 256 sequences (1,024 programs, 7.8 a SM) 242.6 -> 208.5 at 2,048 keys and
-# 68.1 -> 60.7 at 512; 64 sequences (256 programs, 1.9 a SM) 65.7 -> 71.2 and 17.5 -> 19.1, where the longer
-# instruction stream costs a latency-bound launch more than the shared pipes save. 4 lies between; not measured there.
-KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM = 4
+# convert both (cvt). H100 (stop 58, benchmarks/results/session47/s58a/ and s58b/, attn_kv_fp8.py, Qwen2.5-7B heads,
+# in-graph µs, cvt -> cvt:asm): at 1,024 keys 64 sequences (256 programs, 1.9 a SM) 36.9 -> 41.0, 96 (2.9 a SM)
+# 60.7 -> 53.9, 128 65.0 -> 58.3, 160 91.2 -> 85.2, 192 96.4 -> 94.2, 256 126.1 -> 110.2; 256 x 2,048 keys
+# 242.6 -> 208.5, 64 x 2,048 65.7 -> 71.2. Below ~2 programs a SM the longer instruction stream costs a
+# latency-bound launch more than the shared pipes save; 2.5 lies between the last loss and the first win.
+KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM = 2.5
 
 
 def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0) -> int:
