@@ -355,7 +355,7 @@ def attention_triton(
             Hq=Hq, G=G, D=D, PAGE=page, BLOCK_G=max(16, next_pow2(G)), BLOCK_D=BLOCK_D, BLOCK_N=cfg["BLOCK_N"],
             PREC=prec, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **plan.kernel_args(), **pdl,
             EARLY_TILE=plan.splits > 1 and decode_early_tile(q.dtype), SPLIT_ALIGN=align, ORDERED=ordered,
-            WIDEN=kv8_widen(kv_cache.dtype, q.device, B * Hkv * plan.splits),
+            WIDEN=kv8_widen(kv_cache.dtype, q.device, B * Hkv if plan.splits == 1 else 0),
         )
         plan.merge(out, query_start_loc, seq_lens, align, pdl)
         return out

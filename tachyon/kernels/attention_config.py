@@ -190,10 +190,11 @@ KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM = 2.5
 
 
 def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0) -> int:
-    """How a decode launch of `programs` (sequence, KV head, split) programs (the dedicated kernel, the fused one, the
-    mixed launch's decode programs) widens the K and V tiles of a cache of `cache_dtype`: k + 3 v, the
-    quant_fp8.widen_cache_tile modes of its K and V tiles; 0 for any cache but e4m3. By default an e4m3 cache's
-    launches of at least KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor take cvt:asm, others cvt.
+    """How a decode launch (the dedicated kernel, the fused one, the mixed launch's decode programs) widens the K and V
+    tiles of a cache of `cache_dtype`: k + 3 v, the quant_fp8.widen_cache_tile modes of its K and V tiles; 0 for any
+    cache but e4m3. `programs`: an unsplit launch's (sequence, KV head) programs, 0 for a split launch (whose grid
+    counts empty splits; the rule was measured on unsplit launches only). By default an e4m3 cache's launches of at
+    least KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor take cvt:asm, others (split ones too) cvt.
     TACHYON_KV8_WIDEN forces one mode for both tiles, or K's and V's as `K:V`: cvt (Triton's conversion, one
     cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or asm (the same placement, one PTX
     sequence per four values). Under the CPU's interpreter, which runs no PTX, asm means bits. Anything else raises

@@ -288,7 +288,7 @@ def decode_qkv_attention_triton(
         BLOCK_G=max(16, next_pow2(G)), BLOCK_D=max(16, next_pow2(D)), BLOCK_N=cfg["BLOCK_N"],
         PREC="ieee" if qkv.dtype == torch.float32 else "tf32", num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"], EARLY_TILE=decode_fused_early_tile(), **plan.kernel_args(), **pdl,
-        ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, qkv.device, B * Hkv * plan.splits),
+        ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, qkv.device, B * Hkv if plan.splits == 1 else 0),
     )
     plan.merge(out, query_start_loc, seq_lens, cfg["BLOCK_N"], pdl)
     return out
