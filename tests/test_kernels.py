@@ -405,6 +405,25 @@ def test_attention_decode_asks_pdl_by_the_one_wave_rule(monkeypatch, num_sms, sp
 
 
 @needs_triton
+@pytest.mark.parametrize("variant", ["qk8x2_pv8x2", "qk8_pv8", "qk8x2_pv16"])
+def test_fp8_mma_decode_probe(poison, variant):
+    """benchmarks/gpu/attn_fp8_mma_probe.py's decode kernel (e4m3 operands for the dots; 7 query heads a KV head
+    padded to 64 rows) against the reference attention over the same e4m3 cache: close at e4m3's precision, closer
+    with the queries' and probabilities' residual dots, and every row of every head written."""
+    probe = importlib.import_module("benchmarks.gpu.attn_fp8_mma_probe")
+    gen = torch.Generator().manual_seed(4)
+    q, cache, meta, _ = make_batch(DECODE, 14, 2, 32, 16, torch.float32, gen)
+    cache8 = K.quant_fp8.cast_to_cache_ref(cache, torch.float8_e4m3fn)
+    out = probe.decode_fp8_mma(q, cache8, meta["seq_lens"], meta["block_tables"], meta["scale"],
+                               out=torch.full_like(q, NAN), block_n=16, **probe.VARIANTS[variant])
+    ref = K.attention_ref(q, cache8, **meta)
+    assert not torch.isnan(out).any()
+    err = ((out - ref).norm() / ref.norm()).item()
+    # e4m3 operands alone: ~1.5e-2 here; with the residual dots ~3e-4 (the interpreter's dots are exact fp32)
+    assert err < (0.05 if variant == "qk8_pv8" else 2e-3), err
+
+
+@needs_triton
 def test_attention_energy_stream_kernel():
     """benchmarks/gpu/attn_energy.py's KV-stream kernel (the decode kernel's gathered K / V loads and a sum) against
     its torch reference, so the joules it measures are for the same bytes, read through the same block tables."""
