@@ -419,8 +419,9 @@ def test_fp8_mma_decode_probe(poison, variant):
     ref = K.attention_ref(q, cache8, **meta)
     assert not torch.isnan(out).any()
     err = ((out - ref).norm() / ref.norm()).item()
-    # e4m3 operands alone: ~1.5e-2 here; with the residual dots ~3e-4 (the interpreter's dots are exact fp32)
-    assert err < (0.05 if variant == "qk8_pv8" else 2e-3), err
+    # e4m3 operands alone: ~1.5e-2 on the CPU; with the residual dots ~3e-4 there (the interpreter's dots are exact
+    # fp32). Hopper's FP8 warpgroup MMA accumulates less exactly (quant_fp8.FP8_SMALL_FAST_CONFIGS: 1e-3 to 4e-3)
+    assert err < (0.05 if variant == "qk8_pv8" else 2e-3 if DEV == "cpu" else 1e-2), err
 
 
 @needs_triton
