@@ -231,28 +231,6 @@ def test_attention_decode_unsplit_tile_knob(poison, monkeypatch, tile):
         K.attention_triton(q, cache, **meta, num_kv_splits=1)
 
 
-def test_kv8_widen_knob(monkeypatch):
-    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt, or cvt:asm from the threshold's program
-    count; TACHYON_KV8_WIDEN forces it (asm becomes bits under the CPU's interpreter). Other caches: 0. A malformed
-    value names the variable."""
-    from tachyon.kernels.attention_config import KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM, kv8_widen
-
-    cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
-    monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
-    least = math.ceil(KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132)  # sm_count off CUDA
-    assert kv8_widen(fp8, meta) == kv8_widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
-    assert kv8_widen(fp8, meta, least) == 6 and kv8_widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
-    assert kv8_widen(torch.bfloat16, meta, least) == 0
-    for mode, want, want_cpu in (("cvt", 0, 0), ("bits", 4, 4), ("asm", 8, 4), ("cvt:asm", 6, 3), ("asm:bits", 5, 4)):
-        monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
-        assert kv8_widen(fp8, meta) == kv8_widen(fp8, meta, 10**6) == want and kv8_widen(fp8, cpu) == want_cpu
-        assert kv8_widen(torch.bfloat16, cpu) == 0
-    for bad in ("fast", "cvt:", "cvt:asm:bits"):
-        monkeypatch.setenv("TACHYON_KV8_WIDEN", bad)
-        with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
-            kv8_widen(torch.bfloat16, cpu)
-
-
 @needs_triton
 @pytest.mark.parametrize("tile,align", [("32:4:1", "8"), ("32:4:1", "48"), ("16:2:1", "16")])
 @pytest.mark.parametrize("early_tile", ["0", "1"])
@@ -402,26 +380,6 @@ def test_attention_decode_asks_pdl_by_the_one_wave_rule(monkeypatch, num_sms, sp
     out = K.attention_triton(q, cache, **meta, out=torch.full_like(q, NAN), num_kv_splits=splits)
     close(out, K.attention_ref(q, cache, **meta), torch.float32)
     assert asked[0] is allowed
-
-
-@needs_triton
-@pytest.mark.parametrize("variant", ["qk8x2_pv8x2", "qk8_pv8", "qk8x2_pv16"])
-def test_fp8_mma_decode_probe(poison, variant):
-    """benchmarks/gpu/attn_fp8_mma_probe.py's decode kernel (e4m3 operands for the dots; 7 query heads a KV head
-    padded to 64 rows) against the reference attention over the same e4m3 cache: close at e4m3's precision, closer
-    with the queries' and probabilities' residual dots, and every row of every head written."""
-    probe = importlib.import_module("benchmarks.gpu.attn_fp8_mma_probe")
-    gen = torch.Generator().manual_seed(4)
-    q, cache, meta, _ = make_batch(DECODE, 14, 2, 32, 16, torch.float32, gen)
-    cache8 = K.quant_fp8.cast_to_cache_ref(cache, torch.float8_e4m3fn)
-    out = probe.decode_fp8_mma(q, cache8, meta["seq_lens"], meta["block_tables"], meta["scale"],
-                               out=torch.full_like(q, NAN), block_n=16, **probe.VARIANTS[variant])
-    ref = K.attention_ref(q, cache8, **meta)
-    assert not torch.isnan(out).any()
-    err = ((out - ref).norm() / ref.norm()).item()
-    # e4m3 operands alone: ~1.5e-2 on the CPU; with the residual dots ~3e-4 there (the interpreter's dots are exact
-    # fp32). Hopper's FP8 warpgroup MMA accumulates less exactly (quant_fp8.FP8_SMALL_FAST_CONFIGS: 1e-3 to 4e-3)
-    assert err < (0.05 if variant == "qk8_pv8" else 2e-3 if DEV == "cpu" else 1e-2), err
 
 
 @needs_triton

@@ -3,6 +3,8 @@ saturates as quant_fp8.cast_to_cache_ref does (checked against a brute-force nea
 kernel that reads it gives the reference attention over the same cache. Triton runs under the interpreter on
 CPU (fp32 queries there: its bf16 tl.dot is unusable)."""
 
+import math
+
 import pytest
 import torch
 
@@ -170,6 +172,52 @@ def test_attention_prefill_fp8_cache(poison):
     cache8, q = _fp8_cache(cache), q.to(QDT)
     out = K.attention_triton(q, cache8, **meta, out=torch.full_like(q, NAN))
     close(out, K.attention_ref(q, cache8, **meta), QDT)
+
+
+def test_kv8_widen_knob(monkeypatch):
+    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt, or cvt:asm from the threshold's program
+    count; TACHYON_KV8_WIDEN forces it (asm becomes bits under the CPU's interpreter). Other caches: 0. A malformed
+    value names the variable."""
+    widen = attn_cfg.kv8_widen
+    cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
+    monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
+    least = math.ceil(attn_cfg.KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132)  # sm_count off CUDA
+    assert widen(fp8, meta) == widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
+    assert widen(fp8, meta, least) == 6 and widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
+    assert widen(torch.bfloat16, meta, least) == 0
+    for mode, want, want_cpu in (("cvt", 0, 0), ("bits", 4, 4), ("asm", 8, 4), ("cvt:asm", 6, 3), ("asm:bits", 5, 4)):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
+        assert widen(fp8, meta) == widen(fp8, meta, 10**6) == want and widen(fp8, cpu) == want_cpu
+        assert widen(torch.bfloat16, cpu) == 0
+    for bad in ("fast", "cvt:", "cvt:asm:bits"):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", bad)
+        with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
+            widen(torch.bfloat16, cpu)
+
+
+@needs_triton
+def test_fp8_mma_decode_probe(poison):
+    """benchmarks/gpu/attn_fp8_mma_probe.py's decode kernel (e4m3 operands for the dots; 7 query heads a KV head
+    padded to 64 rows) against the reference attention over the same e4m3 cache: every row of every head written,
+    close at e4m3's precision, and several times closer with the queries' and probabilities' residual dots."""
+    import importlib
+
+    probe = importlib.import_module("benchmarks.gpu.attn_fp8_mma_probe")
+    gen = torch.Generator().manual_seed(4)
+    q, cache, meta, _ = make_batch(DECODE, 14, 2, 32, 16, torch.float32, gen)
+    cache8 = _fp8_cache(cache)
+    ref = K.attention_ref(q, cache8, **meta)
+    err = {}
+    for variant in ("qk8x2_pv8x2", "qk8_pv8", "qk8x2_pv16"):
+        out = probe.decode_fp8_mma(q, cache8, meta["seq_lens"], meta["block_tables"], meta["scale"],
+                                   out=torch.full_like(q, NAN), block_n=16, **probe.VARIANTS[variant])
+        assert not torch.isnan(out).any(), variant
+        err[variant] = ((out - ref).norm() / ref.norm()).item()
+    # e4m3 operands alone: ~1.5e-2 on the CPU; with the residual dots ~3e-4 there (the interpreter's dots are exact
+    # fp32). Hopper's FP8 warpgroup MMA accumulates less exactly (quant_fp8.FP8_SMALL_FAST_CONFIGS: 1e-3 to 4e-3)
+    bound = 2e-3 if DEV == "cpu" else 1e-2
+    assert err["qk8_pv8"] < 0.05 and err["qk8x2_pv8x2"] < bound and err["qk8x2_pv16"] < bound, err
+    assert err["qk8x2_pv8x2"] < err["qk8_pv8"] / 5, err
 
 
 def _dense(cache8, meta, specs):

@@ -14,7 +14,7 @@ One program per (sequence, KV head), the whole context (no split-KV), online sof
 path: its rows say whether the form is worth building into the decode kernels (speed against accuracy).
 
 GPU:  python3 benchmarks/gpu/attn_fp8_mma_probe.py --out $OUT    (Qwen2.5-7B heads; graph-replayed µs, error)
-CPU:  tests/test_kernels.py checks decode_fp8_mma against kernels.attention_ref under the interpreter.
+CPU:  tests/test_kernels_kv_fp8.py checks decode_fp8_mma against kernels.attention_ref under the interpreter.
 """
 
 from __future__ import annotations

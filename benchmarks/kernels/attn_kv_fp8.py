@@ -25,20 +25,25 @@ WIDEN_TILES = ("128:4:2", "128:4:3", "256:4:2")  # the first is DECODE_CONFIG's 
 WIDEN_SWEEP = ("cvt", "asm", "cvt:asm", "asm:cvt")  # TACHYON_KV8_WIDEN (K:V); bits (integer ops) is asm's CPU stand-in
 
 
+def _e4m3_decode_row(name: str, specs, gen, **knobs: str) -> None:
+    """One e4m3 decode row with the environment knobs `knobs` set only around it (a CUDA graph keeps what was in
+    force at its capture)."""
+    os.environ.update(knobs)
+    try:
+        b_attention(name, specs, gen, time_ref=False, kv_dtype=torch.float8_e4m3fn)
+    finally:
+        for k in knobs:
+            os.environ.pop(k)
+
+
 def widen_sweep(cases, gen) -> None:
-    """The e4m3 decode rows under every (TACHYON_KV8_WIDEN mode, unsplit tile); each variant's knobs are set
-    only around its row (a CUDA graph keeps what was in force at its capture)."""
+    """The e4m3 decode rows under every (TACHYON_KV8_WIDEN mode, unsplit tile)."""
     tiles = WIDEN_TILES if not H.SMOKE else ("16:4:1",)
     for name, specs in cases:
         for mode in WIDEN_SWEEP:
             for tile in tiles:
-                os.environ.update(TACHYON_KV8_WIDEN=mode, TACHYON_DECODE_UNSPLIT_TILE=tile)
-                try:
-                    b_attention(f"{name} widen={mode} tile={tile}", specs, gen, time_ref=False,
-                                kv_dtype=torch.float8_e4m3fn)
-                finally:
-                    os.environ.pop("TACHYON_KV8_WIDEN")
-                    os.environ.pop("TACHYON_DECODE_UNSPLIT_TILE")
+                _e4m3_decode_row(f"{name} widen={mode} tile={tile}", specs, gen, TACHYON_KV8_WIDEN=mode,
+                                 TACHYON_DECODE_UNSPLIT_TILE=tile)
 
 
 def widen_batches(gen) -> None:
@@ -48,12 +53,7 @@ def widen_batches(gen) -> None:
     ctx = 1024 if not H.SMOKE else 40
     for B in batches:
         for mode in ("cvt", "cvt:asm"):
-            os.environ["TACHYON_KV8_WIDEN"] = mode
-            try:
-                b_attention(f"decode B={B} ctx={ctx} widen={mode}", [(ctx - 1, 1)] * B, gen, time_ref=False,
-                            kv_dtype=torch.float8_e4m3fn)
-            finally:
-                os.environ.pop("TACHYON_KV8_WIDEN")
+            _e4m3_decode_row(f"decode B={B} ctx={ctx} widen={mode}", [(ctx - 1, 1)] * B, gen, TACHYON_KV8_WIDEN=mode)
 
 
 def main() -> None:

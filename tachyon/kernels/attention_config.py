@@ -200,17 +200,14 @@ def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0)
     sequence per four values). Under the CPU's interpreter, which runs no PTX, asm means bits. Anything else raises
     ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
     env = os.environ.get("TACHYON_KV8_WIDEN", "")
-    if env:
-        names = env.split(":") if env.count(":") == 1 else [env, env]
-        if any(n not in KV8_WIDEN_MODES for n in names):
-            raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)} or two of them as K:V, "
-                             f"got {env!r}")
-    elif programs >= KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * sm_count(device):
-        names = ["cvt", "asm"]
-    else:
-        names = ["cvt", "cvt"]
+    names = env.split(":") if env.count(":") == 1 else [env, env]
+    if env and any(n not in KV8_WIDEN_MODES for n in names):
+        raise ValueError(f"TACHYON_KV8_WIDEN must be one of {sorted(KV8_WIDEN_MODES)} or two of them as K:V, "
+                         f"got {env!r}")
     if cache_dtype != torch.float8_e4m3fn:
         return 0
+    if not env:
+        names = ["cvt", "asm" if programs >= KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * sm_count(device) else "cvt"]
     k, v = (1 if KV8_WIDEN_MODES[n] == 2 and device.type == "cpu" else KV8_WIDEN_MODES[n] for n in names)
     return k + 3 * v
 
