@@ -107,15 +107,17 @@ def test_widen_cache_tile_every_e4m3_value(mode):
 
 
 @needs_triton
-@pytest.mark.parametrize("mode", WIDEN_MODES + ["default", "default-large"])
+@pytest.mark.parametrize("mode", WIDEN_MODES + ["default", "auto", "auto-large"])
 @pytest.mark.parametrize("splits", [1, 3])
 def test_attention_decode_fp8_cache(poison, monkeypatch, splits, mode):
-    """The decode kernel over an e4m3 cache, each way of widening it (forced, or by default: "default-large" lowers
-    the program threshold so this small batch takes the large launches' widening), gives the reference's result over
-    the same cache, and the float64 SDPA over the dequantized keys and values."""
-    if mode.startswith("default"):
+    """The decode kernel over an e4m3 cache, each way of widening it (forced, by default, or by size under auto:
+    "auto-large" lowers the program threshold so this small batch takes the large launches' widening), gives the
+    reference's result over the same cache, and the float64 SDPA over the dequantized keys and values."""
+    if mode == "default":
         monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
-        if mode == "default-large":
+    elif mode.startswith("auto"):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", "auto")
+        if mode == "auto-large":
             monkeypatch.setattr(attn_cfg, "KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM", 0)
     else:
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
@@ -175,13 +177,15 @@ def test_attention_prefill_fp8_cache(poison):
 
 
 def test_kv8_widen_knob(monkeypatch):
-    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt, or cvt:asm from the threshold's program
-    count; TACHYON_KV8_WIDEN forces it (asm becomes bits under the CPU's interpreter). Other caches: 0. A malformed
-    value names the variable."""
+    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt at any size; under TACHYON_KV8_WIDEN=auto
+    cvt:asm from the threshold's program count; other values force it (asm becomes bits under the CPU's interpreter).
+    Other caches: 0. A malformed value names the variable."""
     widen = attn_cfg.kv8_widen
     cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
     monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
     least = math.ceil(attn_cfg.KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132)  # sm_count off CUDA
+    assert widen(fp8, meta) == widen(fp8, meta, least) == widen(fp8, meta, 10**6) == 0  # cvt for both at any size
+    monkeypatch.setenv("TACHYON_KV8_WIDEN", "auto")
     assert widen(fp8, meta) == widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
     assert widen(fp8, meta, least) == 6 and widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
     assert widen(torch.bfloat16, meta, least) == 0
@@ -189,7 +193,7 @@ def test_kv8_widen_knob(monkeypatch):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
         assert widen(fp8, meta) == widen(fp8, meta, 10**6) == want and widen(fp8, cpu) == want_cpu
         assert widen(torch.bfloat16, cpu) == 0
-    for bad in ("fast", "cvt:", "cvt:asm:bits"):
+    for bad in ("fast", "cvt:", "cvt:asm:bits", "auto:cvt"):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", bad)
         with pytest.raises(ValueError, match="TACHYON_KV8_WIDEN"):
             widen(torch.bfloat16, cpu)
