@@ -197,12 +197,12 @@ def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0)
     cache but e4m3. By default both tiles take cvt (Triton's conversion, one cvt.rn.f16x2.e4m3x2 per pair).
     TACHYON_KV8_WIDEN forces one mode for both tiles, or K's and V's as `K:V`: cvt, bits (fp16 bit placement with
     integer ops) or asm (the same placement, one PTX sequence per four values); under the CPU's interpreter, which
-    runs no PTX, asm means bits. TACHYON_KV8_WIDEN=auto picks by launch size: an unsplit launch of at least
-    KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor takes cvt:asm, others cvt. `programs`: an unsplit
-    launch's (sequence, KV head) programs, 0 for a split launch (whose grid counts empty splits). auto is faster per
-    launch where the clock is free (H100, 256 x 2,048 keys: -14%) but spends more joules, and lost 1.4-1.8% on
-    power-capped 7B nano256 (stop 59), hence opt-in. Anything else raises ValueError naming the variable. An A/B knob,
-    read per launch: a CUDA graph keeps what was in force at capture."""
+    runs no PTX, asm means bits. TACHYON_KV8_WIDEN=auto picks by launch size: a decode-only unsplit launch of at least
+    KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor takes cvt:asm, others cvt. `programs`: such a
+    launch's (sequence, KV head) programs; 0 for a split launch (whose grid counts empty splits) and for the mixed
+    launch. The same rule with the mixed launch's decode programs counted (stop 58's default) made 7B nano256 1.4-1.8%
+    slower at the power cap, and a decode-bound 7B run (128 x 2,048 + 768) 2.2-2.7% faster (H100, stop 59). Anything
+    else raises ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
     env = os.environ.get("TACHYON_KV8_WIDEN", "")
     names = env.split(":") if env.count(":") == 1 else [env, env]
     if env and env != "auto" and any(n not in KV8_WIDEN_MODES for n in names):

@@ -171,7 +171,7 @@ def mixed_attention_triton(
         G=G, D=D, PAGE=page, NUM_CHUNKS=nc, BLOCK_Q=BLOCK_Q, BLOCK_GP=BLOCK_GP,
         BLOCK_NP=pre["BLOCK_N"], BLOCK_GD=max(16, next_pow2(G)), BLOCK_ND=dec["BLOCK_N"], BLOCK_D=max(16, next_pow2(D)),
         PREC="ieee" if q.dtype == torch.float32 else "tf32", num_warps=pre["num_warps"],
-        num_stages=pre["num_stages"], ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, q.device, nd * Hkv),
+        num_stages=pre["num_stages"], ORDERED=ordered, WIDEN=kv8_widen(kv_cache.dtype, q.device),
         **pdl_args(q.device, attention_pdl()),
     )
     return out
