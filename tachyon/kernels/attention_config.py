@@ -202,7 +202,8 @@ def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0)
     launch's (sequence, KV head) programs; 0 for a split launch (whose grid counts empty splits) and for the mixed
     launch. The same rule with the mixed launch's decode programs counted (stop 58's default) made 7B nano256 1.4-1.8%
     slower at the power cap, and a decode-bound 7B run (128 x 2,048 + 768) 2.2-2.7% faster (H100, stop 59). Anything
-    else raises ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
+    else raises ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at
+    capture."""
     env = os.environ.get("TACHYON_KV8_WIDEN", "")
     names = env.split(":") if env.count(":") == 1 else [env, env]
     if env and env != "auto" and any(n not in KV8_WIDEN_MODES for n in names):
