@@ -107,17 +107,17 @@ def test_widen_cache_tile_every_e4m3_value(mode):
 
 
 @needs_triton
-@pytest.mark.parametrize("mode", WIDEN_MODES + ["default", "auto", "auto-large"])
+@pytest.mark.parametrize("mode", WIDEN_MODES + ["default", "default-large", "auto-large"])
 @pytest.mark.parametrize("splits", [1, 3])
 def test_attention_decode_fp8_cache(poison, monkeypatch, splits, mode):
-    """The decode kernel over an e4m3 cache, each way of widening it (forced, by default, or by size under auto:
-    "auto-large" lowers the program threshold so this small batch takes the large launches' widening), gives the
+    """The decode kernel over an e4m3 cache, each way of widening it (forced, or by size by default or under auto:
+    "-large" lowers the program threshold so this small batch takes the large launches' widening), gives the
     reference's result over the same cache, and the float64 SDPA over the dequantized keys and values."""
-    if mode == "default":
+    if mode.startswith(("default", "auto")):
         monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
-    elif mode.startswith("auto"):
-        monkeypatch.setenv("TACHYON_KV8_WIDEN", "auto")
-        if mode == "auto-large":
+        if mode.startswith("auto"):
+            monkeypatch.setenv("TACHYON_KV8_WIDEN", "auto")
+        if mode.endswith("-large"):
             monkeypatch.setattr(attn_cfg, "KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM", 0)
     else:
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
@@ -147,15 +147,24 @@ def test_attention_decode_fp8_cache_splits_early_tile(poison, monkeypatch, early
 
 
 @needs_triton
-@pytest.mark.parametrize("mode", WIDEN_MODES)
+@pytest.mark.parametrize("mode", WIDEN_MODES + ["default-large"])
 def test_mixed_attention_fp8_cache(poison, monkeypatch, mode):
     """The one-launch mixed attention over an e4m3 cache (its decode programs widened each way) gives the
-    reference's covered rows."""
+    reference's covered rows. By default it converts both tiles (cvt) whatever its size: "default-large" drops the
+    program threshold, and the launch must still take WIDEN 0."""
     import math
 
+    from tachyon.kernels import attention_mixed
     from tests.test_kernels_mixed import STEPS, mixed_step
 
-    monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
+    widens = []
+    if mode == "default-large":
+        monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
+        monkeypatch.setattr(attn_cfg, "KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM", 0)
+        monkeypatch.setattr(attention_mixed, "kv8_widen",
+                            lambda *a: widens.append(attn_cfg.kv8_widen(*a)) or widens[-1])
+    else:
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
     gen = torch.Generator().manual_seed(14)
     q, cache, parts, bound, max_seq, _, covered = mixed_step(*STEPS[0], 8, 2, 32, 8, torch.float32, gen)
     cache8, q = _fp8_cache(cache), q.to(QDT)
@@ -164,6 +173,7 @@ def test_mixed_attention_fp8_cache(poison, monkeypatch, mode):
     ref = K.mixed_attention_ref(q, cache8, **parts, **args, out=torch.full_like(q, NAN))
     rows = torch.tensor(covered, device=q.device)
     close(out[rows], ref[rows], QDT)
+    assert widens == ([0] if mode == "default-large" else [])
 
 
 @needs_triton
@@ -177,18 +187,18 @@ def test_attention_prefill_fp8_cache(poison):
 
 
 def test_kv8_widen_knob(monkeypatch):
-    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default cvt at any size; under TACHYON_KV8_WIDEN=auto
-    cvt:asm from the threshold's program count; other values force it (asm becomes bits under the CPU's interpreter).
-    Other caches: 0. A malformed value names the variable."""
+    """An e4m3 cache's widening of K and V tiles (k + 3 v): by default (or TACHYON_KV8_WIDEN=auto) cvt, or cvt:asm
+    from the threshold's program count; other values force it (asm becomes bits under the CPU's interpreter). Other
+    caches: 0. A malformed value names the variable."""
     widen = attn_cfg.kv8_widen
     cpu, meta, fp8 = torch.device("cpu"), torch.device("meta"), torch.float8_e4m3fn
     monkeypatch.delenv("TACHYON_KV8_WIDEN", raising=False)
     least = math.ceil(attn_cfg.KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * 132)  # sm_count off CUDA
-    assert widen(fp8, meta) == widen(fp8, meta, least) == widen(fp8, meta, 10**6) == 0  # cvt for both at any size
-    monkeypatch.setenv("TACHYON_KV8_WIDEN", "auto")
-    assert widen(fp8, meta) == widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
-    assert widen(fp8, meta, least) == 6 and widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
-    assert widen(torch.bfloat16, meta, least) == 0
+    for rule in ("", "auto"):
+        monkeypatch.setenv("TACHYON_KV8_WIDEN", rule)
+        assert widen(fp8, meta) == widen(fp8, meta, least - 1) == 0  # cvt for both below the threshold
+        assert widen(fp8, meta, least) == 6 and widen(fp8, cpu, least) == 3  # then cvt:asm (cvt:bits on CPU)
+        assert widen(torch.bfloat16, meta, least) == 0
     for mode, want, want_cpu in (("cvt", 0, 0), ("bits", 4, 4), ("asm", 8, 4), ("cvt:asm", 6, 3), ("asm:bits", 5, 4)):
         monkeypatch.setenv("TACHYON_KV8_WIDEN", mode)
         assert widen(fp8, meta) == widen(fp8, meta, 10**6) == want and widen(fp8, cpu) == want_cpu

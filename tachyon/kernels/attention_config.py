@@ -179,31 +179,29 @@ def decode_config(key: str, split: bool, fused: bool = False) -> dict:
 
 
 KV8_WIDEN_MODES = {"cvt": 0, "bits": 1, "asm": 2}  # quant_fp8.widen_cache_tile's WIDEN, by TACHYON_KV8_WIDEN's names
-# Under TACHYON_KV8_WIDEN=auto, an e4m3 cache's decode launches of at least this many programs a multiprocessor widen
-# K through the conversion unit and V by bit placement (cvt:asm), sharing the widening between that unit and the
-# integer ALUs; smaller launches convert both (cvt). H100 (stop 58, benchmarks/results/session47/s58a/ and s58b/,
-# attn_kv_fp8.py, Qwen2.5-7B heads, in-graph µs, cvt -> cvt:asm): at 1,024 keys 64 sequences (256 programs, 1.9 a
-# SM) 36.9 -> 41.0, 96 (2.9 a SM) 60.7 -> 53.9, 128 65.0 -> 58.3, 160 91.2 -> 85.2, 192 96.4 -> 94.2, 256
-# 126.1 -> 110.2; 256 x 2,048 keys 242.6 -> 208.5, 64 x 2,048 65.7 -> 71.2. Below ~2 programs a SM the longer
-# instruction stream costs a latency-bound launch more than the shared pipes save; 2.5 lies between the last loss and
-# the first win. Not the default: at the power cap the extra integer work costs joules, and 7B nano256 lost 1.4-1.8%
-# (stop 59, benchmarks/results/session48/).
+# An e4m3 cache's decode-only launches (the dedicated kernel's, the fused one's) of at least this many programs a
+# multiprocessor widen K through the conversion unit and V by bit placement (cvt:asm), sharing the widening between
+# that unit and the integer ALUs; smaller launches, split ones and the mixed launch convert both (cvt). H100 (stop 58,
+# benchmarks/results/session47/s58a/ and s58b/, attn_kv_fp8.py, Qwen2.5-7B heads, in-graph µs, cvt -> cvt:asm): at
+# 1,024 keys 64 sequences (256 programs, 1.9 a SM) 36.9 -> 41.0, 96 (2.9 a SM) 60.7 -> 53.9, 128 65.0 -> 58.3, 160
+# 91.2 -> 85.2, 192 96.4 -> 94.2, 256 126.1 -> 110.2; 256 x 2,048 keys 242.6 -> 208.5, 64 x 2,048 65.7 -> 71.2.
+# Below ~2 programs a SM the longer instruction stream costs a latency-bound launch more than the shared pipes save;
+# 2.5 lies between the last loss and the first win. Whole 7B runs (stop 59, benchmarks/results/session48/): with the
+# mixed launch counted too, nano256 lost 1.4-1.8%; without it nano256 is level (+0.1 / +0.3%) and a decode-bound run
+# (128 x 2,048 + 768) gains 2.2-2.7%.
 KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM = 2.5
 
 
 def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0) -> int:
     """How a decode launch (the dedicated kernel, the fused one, the mixed launch's decode programs) widens the K and V
     tiles of a cache of `cache_dtype`: k + 3 v, the quant_fp8.widen_cache_tile modes of its K and V tiles; 0 for any
-    cache but e4m3. By default both tiles take cvt (Triton's conversion, one cvt.rn.f16x2.e4m3x2 per pair).
-    TACHYON_KV8_WIDEN forces one mode for both tiles, or K's and V's as `K:V`: cvt, bits (fp16 bit placement with
-    integer ops) or asm (the same placement, one PTX sequence per four values); under the CPU's interpreter, which
-    runs no PTX, asm means bits. TACHYON_KV8_WIDEN=auto picks by launch size: a decode-only unsplit launch of at least
-    KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor takes cvt:asm, others cvt. `programs`: such a
-    launch's (sequence, KV head) programs; 0 for a split launch (whose grid counts empty splits) and for the mixed
-    launch. The same rule with the mixed launch's decode programs counted (stop 58's default) made 7B nano256 1.4-1.8%
-    slower at the power cap, and a decode-bound 7B run (128 x 2,048 + 768) 2.2-2.7% faster (H100, stop 59). Anything
-    else raises ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at
-    capture."""
+    cache but e4m3. `programs`: a decode-only unsplit launch's (sequence, KV head) programs; 0 for a split launch
+    (whose grid counts empty splits) and for the mixed launch. By default (or TACHYON_KV8_WIDEN=auto) launches of at
+    least KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM programs a multiprocessor take cvt:asm, others cvt. Other values of
+    TACHYON_KV8_WIDEN force one mode for both tiles, or K's and V's as `K:V`: cvt (Triton's conversion, one
+    cvt.rn.f16x2.e4m3x2 per pair), bits (fp16 bit placement with integer ops) or asm (the same placement, one PTX
+    sequence per four values); under the CPU's interpreter, which runs no PTX, asm means bits. Anything else raises
+    ValueError naming the variable. An A/B knob, read per launch: a CUDA graph keeps what was in force at capture."""
     env = os.environ.get("TACHYON_KV8_WIDEN", "")
     names = env.split(":") if env.count(":") == 1 else [env, env]
     if env and env != "auto" and any(n not in KV8_WIDEN_MODES for n in names):
@@ -211,10 +209,9 @@ def kv8_widen(cache_dtype: torch.dtype, device: torch.device, programs: int = 0)
                          f"got {env!r}")
     if cache_dtype != torch.float8_e4m3fn:
         return 0
-    if not env:
-        names = ["cvt", "cvt"]
-    elif env == "auto":
-        names = ["cvt", "asm" if programs >= KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * sm_count(device) else "cvt"]
+    if env in ("", "auto"):
+        names = ["cvt", "asm" if 0 < programs and programs >= KV8_SPLIT_WIDEN_MIN_PROGRAMS_PER_SM * sm_count(device)
+                        else "cvt"]
     k, v = (1 if KV8_WIDEN_MODES[n] == 2 and device.type == "cpu" else KV8_WIDEN_MODES[n] for n in names)
     return k + 3 * v
 
