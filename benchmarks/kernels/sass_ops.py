@@ -1,7 +1,8 @@
 """Instruction counts of the e4m3 decode kernels' SASS for sm_90, without a GPU (Triton's full pipeline to the cubin,
 then the nvdisasm bundled with Triton): what each TACHYON_KV8_WIDEN mode costs in instructions, and which MMA the
 FP8 probe's dots become at 16 and at 64 query rows (benchmarks/gpu/attn_fp8_mma_probe.py). Static counts over the
-whole kernel (prologue and epilogue included), not executed instructions.
+whole kernel (prologue and epilogue included), not executed instructions. Then the registers and stack (cuobjdump
+-res-usage) of the dedicated decode kernel and the mixed launch per mode.
 
 Usage (any machine with triton): TRITON_INTERPRET=0 python benchmarks/kernels/sass_ops.py
 """
@@ -45,8 +46,20 @@ def line(name: str, counts: collections.Counter) -> str:
     return f"{name:34s} total {sum(counts.values()):5d}  " + "  ".join(f"{o} {counts[o]}" for o in SHOWN)
 
 
+def usage(kernel) -> str:
+    """cuobjdump -res-usage's registers and stack bytes of a compiled kernel."""
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    with tempfile.TemporaryDirectory() as d:
+        cubin = Path(d) / "k.cubin"
+        cubin.write_bytes(kernel.asm["cubin"])
+        out = subprocess.run([str(cuobjdump), "-res-usage", str(cubin)], capture_output=True, text=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+)", out)
+    return f"{m[1]} registers, {m[2]} B stack" if m else "usage not found"
+
+
 def engine_decode(arch: int) -> None:
-    """kernels.attention's decode launch over an e4m3 cache, 256 sequences unsplit, Qwen2.5-7B heads, per mode."""
+    """kernels.attention's decode launch over an e4m3 cache, 256 sequences unsplit, Qwen2.5-7B heads, per mode: SASS
+    counts, then its and the mixed launch's (160 decodes + 2 chunks) registers and stack."""
     compiled = []
     real_compile = triton.compile
     triton.compile = lambda src, target=None, options=None: compiled.append(real_compile(src, target, options)) \
@@ -54,17 +67,28 @@ def engine_decode(arch: int) -> None:
     A = importlib.import_module("tachyon.kernels.attention")
     A._decode_kernel = compile_check._Compile(A._decode_kernel, arch)
     A.pdl_args = lambda device, allowed=True: {"PDL": False}
+    M = importlib.import_module("tachyon.kernels.attention_mixed")
+    M._mixed_kernel = compile_check._Compile(M._mixed_kernel, arch)
+    M.pdl_args = lambda device, allowed=True: {"PDL": False}
     K = importlib.import_module("tachyon.kernels")
 
     def t(dtype, *shape):
         return torch.empty(*shape, device="meta", dtype=dtype)
 
-    q, cache = t(torch.bfloat16, 256, 28, 128), t(torch.float8_e4m3fn, 2, 1000, 16, 4, 128)
+    def i32(*shape):
+        return t(torch.int32, *shape)
+
+    q, cache = t(torch.bfloat16, 288, 28, 128), t(torch.float8_e4m3fn, 2, 1000, 16, 4, 128)
+    regs = []
     for mode in ("cvt", "bits", "asm", "cvt:asm", "asm:cvt"):
         os.environ["TACHYON_KV8_WIDEN"] = mode
-        K.attention_triton(q, cache, t(torch.int32, 257), t(torch.int32, 256), t(torch.int32, 256, 300), 1, 4096,
-                           0.1, num_kv_splits=1)
+        K.attention_triton(q[:256], cache, i32(257), i32(256), i32(256, 300), 1, 4096, 0.1, num_kv_splits=1)
         print(line(f"engine decode, {mode}", ops(compiled[-1])), flush=True)
+        regs.append(f"engine decode, {mode}: {usage(compiled[-1])}")
+        K.mixed_attention_triton(q, cache, i32(161), i32(160), i32(160, 300), i32(3), i32(2), i32(2, 300), 288, 4096,
+                                 0.1)
+        regs.append(f"mixed launch, {mode}: {usage(compiled[-1])}")
+    print("\n".join(regs), flush=True)
     os.environ.pop("TACHYON_KV8_WIDEN")
     triton.compile = real_compile
 
