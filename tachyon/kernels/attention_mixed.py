@@ -119,8 +119,8 @@ def mixed_tiles(dtype: torch.dtype, group: int) -> tuple[dict, dict, int]:
     """The launch choices of _mixed_kernel, which alone set its compiled variant (with the model's head layout): the
     decode programs' config (attention_config.mixed_decode_config), the chunk programs'
     (attention_config.mixed_chunk_config) and the query tokens a chunk program takes. None depends on the step, so a
-    model compiles one variant per dtype (over an e4m3 cache, one per widening that attention_config.kv8_widen picks
-    by the step's decode count: two)."""
+    model compiles one variant per dtype (over an e4m3 cache the widening is fixed too: attention_config.kv8_widen
+    gives the mixed launch cvt unless TACHYON_KV8_WIDEN forces a mode)."""
     key = "fp32" if dtype == torch.float32 else "bf16"
     block_g = next_pow2(group)
     pre = mixed_chunk_config(key)
