@@ -12,7 +12,13 @@ one launch under each TACHYON_MIXED_CHUNK_TILE given (`default`: none; stop 40 r
 where TACHYON_PREFILL_TILE set the chunk tile and the default was prefill_config's 64:64 x 4). Every variant's output is
 compared with the default's on the rows it covers.
 
+--kv-fp8: the cache in e4m3 (kv_cache_dtype="fp8"), and for each TACHYON_KV8_WIDEN mode in --widens the decode
+kernel on the decode part (`decode_lpt@MODE`) and the one launch (`lpt@MODE`), both longest first as the engine runs
+them; outputs compared with the default forms' (cvt unless the rule picks otherwise: attention_config.kv8_widen).
+Stop 59 found stop 58's rule (cvt:asm in the mixed launch too) 1.4-1.8% slower on 7B nano256; this times why.
+
 Usage (GPU machine, repo root): python3 benchmarks/gpu/mixed_attn_tiles.py --out DIR [--tiles 128:64:8:2,...]
+[--kv-fp8 --widens cvt,cvt:asm]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import torch  # noqa: E402
 from benchmarks.gpu.prefill_attn_sweep import time_call  # noqa: E402
 from tachyon import kernels  # noqa: E402
 from tachyon.kernels import attention_config  # noqa: E402
+from tachyon.kernels.quant_fp8 import cast_to_cache_ref  # noqa: E402
 
 
 def shuffled_block_tables(lens: list[int], page: int, gen: torch.Generator) -> tuple[torch.Tensor, int]:
@@ -48,10 +55,10 @@ def shuffled_block_tables(lens: list[int], page: int, gen: torch.Generator) -> t
 
 
 def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket: int, lo: int, hi: int,
-          Hq: int = 28, Hkv: int = 4, D: int = 128, page: int = 16, seed: int = 0) -> dict:
-    """A mixed step's tensors on the GPU (bf16): q over t = bucket + chunk_bucket rows, a paged cache holding every
-    sequence's keys in shuffled blocks, the decode part (bucket sequences; those past `decodes` padding: one key)
-    and the chunk part (chunk rows start at row `decodes`)."""
+          Hq: int = 28, Hkv: int = 4, D: int = 128, page: int = 16, seed: int = 0, kv_fp8: bool = False) -> dict:
+    """A mixed step's tensors on the GPU (bf16; the cache e4m3 with kv_fp8): q over t = bucket + chunk_bucket rows, a
+    paged cache holding every sequence's keys in shuffled blocks, the decode part (bucket sequences; those past
+    `decodes` padding: one key) and the chunk part (chunk rows start at row `decodes`)."""
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
     ctx = [rng.randint(lo, hi) for _ in range(decodes)]
@@ -61,6 +68,8 @@ def build(decodes: int, bucket: int, chunks: list[tuple[int, int]], chunk_bucket
     t = bucket + chunk_bucket
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     cache = (torch.randn(2, nblk, page, Hkv, D, generator=gen) * 0.5).to(torch.bfloat16)
+    if kv_fp8:
+        cache = cast_to_cache_ref(cache, torch.float8_e4m3fn)
     q = torch.randn(t, Hq, D, generator=gen).to(torch.bfloat16)
     dec_tables = torch.zeros(bucket, max_blk, dtype=torch.int32)
     dec_tables[:decodes] = tables[:decodes]
@@ -146,6 +155,8 @@ def main() -> None:
     ap.add_argument("--decode-tiles", default="",
                     help="decode key tiles (BLOCK_N, comma-separated): each adds decode_lpt, lpt and fork forms "
                          "with the decode tile forced (attention_config.DECODE_CONFIG), lpt with each --tiles")
+    ap.add_argument("--kv-fp8", action="store_true", help="an e4m3 cache, and the --widens forms")
+    ap.add_argument("--widens", default="cvt,cvt:asm", help="TACHYON_KV8_WIDEN modes for --kv-fp8, comma-separated")
     args = ap.parse_args()
     lo, hi = (int(v) for v in args.ctx.split(":"))
     results = []
@@ -154,7 +165,7 @@ def main() -> None:
         decodes, bucket = (int(v) for v in head.split("/"))
         chunk_spec, chunk_bucket = rest.rsplit("/", 1)
         chunks = [(int(p.split("@")[1]), int(p.split("@")[0])) for p in chunk_spec.split("+")]
-        s = build(decodes, bucket, chunks, int(chunk_bucket), lo, hi)
+        s = build(decodes, bucket, chunks, int(chunk_bucket), lo, hi, kv_fp8=args.kv_fp8)
         ref = torch.zeros_like(s["q"])
         os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
         runner("mixed", s, ref)()
@@ -171,6 +182,12 @@ def main() -> None:
                                                  decodes if form.startswith("decode_") else rows)
             print(spec, tile or form, row["forms"][tile or form], flush=True)
         os.environ.pop("TACHYON_MIXED_CHUNK_TILE", None)
+        for mode in args.widens.split(",") if args.kv_fp8 else []:
+            os.environ["TACHYON_KV8_WIDEN"] = mode
+            for form in ("decode_lpt", "lpt"):
+                row["forms"][f"{form}@{mode}"] = measure(form, s, ref, decodes if form == "decode_lpt" else rows)
+                print(spec, f"{form}@{mode}", row["forms"][f"{form}@{mode}"], flush=True)
+            os.environ.pop("TACHYON_KV8_WIDEN")
         for bn in [int(v) for v in args.decode_tiles.split(",") if v]:
             shipped = dict(attention_config.DECODE_CONFIG["bf16"])
             attention_config.DECODE_CONFIG["bf16"] = dict(shipped, BLOCK_N=bn)
@@ -189,7 +206,7 @@ def main() -> None:
                 os.environ.pop("TACHYON_PREFILL_TILE", None)
             attention_config.DECODE_CONFIG["bf16"] = shipped
         results.append(row)
-    res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+    res = dict(results=results, gpu=torch.cuda.get_device_name(), torch=torch.__version__, kv_fp8=args.kv_fp8,
                git=os.environ.get("TACHYON_GIT_SHA"))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "mixed_attn_tiles.json").write_text(json.dumps(res, indent=1))
