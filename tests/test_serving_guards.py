@@ -94,6 +94,14 @@ BAD += [
     ]
 ]
 BAD += [(f"unimplemented {f}", path, {"model": "tiny", **body}, None, 400) for f, path, body in UNIMPLEMENTED]
+# chat_template_kwargs carries template variables only: a request that names a templating argument is refused before
+# any rendering (a swapped-in template of nested loops would otherwise hold a worker for minutes).
+BOMB = "".join(f"{{% for {v} in range(3000) %}}" for v in "abc") + "x" + "{% endfor %}" * 3
+BAD += [
+    (f"template {key}", CHAT, {"model": "tiny", "messages": MSGS, "chat_template_kwargs": {key: value}}, None, 400)
+    for key, value in [("chat_template", BOMB), ("tokenize", True), ("sanitize_control_tokens", False),
+                       ("return_dict", True)]
+]
 BAD += [
     (f"logit_bias {name}", COMP, {"model": "tiny", "prompt": "hi", "logit_bias": bias}, None, 400)
     for name, bias in [
@@ -127,6 +135,8 @@ def test_bad_input(server, name, path, body, raw, status):
             assert err["param"] == field, err
         else:
             assert "structured_outputs" in err["message"], err
+    elif name.startswith("template "):
+        assert err["param"] == "chat_template_kwargs" and name.split(" ", 1)[1] in err["message"], err
     elif name.startswith("unimplemented "):
         field = name.split(" ", 1)[1]
         assert err["param"] == field and field.split("_")[0] in err["message"], err

@@ -233,3 +233,28 @@ def test_offline_chat_sends_none_content_as_the_server_does(tiny_llama):
     messages = [dict(m) for m in HISTORY]
     assert tok.decode(chat_prompt_ids(tok, messages, add_generation_prompt=False)) == "<user><assistant><tool>"
     assert messages[1]["content"] is None  # the caller's messages are left as they were
+
+
+def test_chat_template_kwargs_are_template_variables_only(tiny_llama):
+    """chat_template_kwargs reach the template as variables; one naming an argument of apply_chat_template (the
+    template itself, tokenize, sanitize_control_tokens, ...) is a 400 naming it, and the server's template is kept."""
+    import asyncio
+    import types
+
+    from transformers import AutoTokenizer
+
+    from tachyon.serving.errors import APIError
+    from tachyon.serving.preprocess import chat_prompt
+    from tachyon.serving.protocol import ChatMessage
+
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}[{{ mood | default('-') }}]"
+    model = types.SimpleNamespace(tokenizer=tok, max_model_len=4096, max_token_chars=64)
+    msgs = [ChatMessage(role="user", content="hi")]
+    ids = asyncio.run(chat_prompt(model, msgs, add_generation_prompt=False, template_kwargs={"mood": "calm"}))
+    assert tok.decode(ids) == "<user>hi[calm]"
+    for key, value in (("chat_template", "SWAPPED"), ("tokenize", True), ("conversation", []),
+                       ("sanitize_control_tokens", False), ("tools", [])):
+        with pytest.raises(APIError) as e:
+            asyncio.run(chat_prompt(model, msgs, add_generation_prompt=False, template_kwargs={key: value}))
+        assert e.value.status == 400 and e.value.param == "chat_template_kwargs" and key in e.value.message, key

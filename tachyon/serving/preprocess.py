@@ -7,6 +7,8 @@ whose character count alone proves it cannot fit the context is refused without 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 from typing import Any
 
@@ -118,6 +120,36 @@ def _render(
         raise bad_request(f"chat template error ({type(e).__name__})", param="messages") from None
 
 
+# Never a client's to set, whatever the tokenizer's signature says: the template itself and the call's shape.
+_TEMPLATING_ARGS = frozenset({"chat_template", "tokenize", "conversation", "tools"})
+
+
+@functools.lru_cache(maxsize=8)
+def _templating_args(tokenizer_type: type) -> frozenset[str]:
+    """The named parameters of `tokenizer_type.apply_chat_template` (chat_template, tokenize, return_dict,
+    sanitize_control_tokens, ...) bar `documents`: a client's chat_template_kwargs may carry template variables
+    (enable_thinking, documents, ...) but none of these, which would let a request swap the server's template
+    (a Jinja loop that renders for minutes) or change what the call returns."""
+    try:
+        params = inspect.signature(tokenizer_type.apply_chat_template).parameters.values()
+    except (AttributeError, TypeError, ValueError):
+        params = []
+    named = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self", "documents"}
+    return frozenset(named) | _TEMPLATING_ARGS
+
+
+def _template_variables(model: ServedModel, template_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """A request's chat_template_kwargs, checked: one that names a templating argument is refused (400 naming
+    it), so the server's chat template and call stay the server's."""
+    kwargs = dict(template_kwargs or {})
+    reserved = sorted(k for k in kwargs if k in _templating_args(type(model.tokenizer)))
+    if reserved:
+        raise bad_request(f"chat_template_kwargs.{reserved[0]} is not allowed: chat_template_kwargs carries template "
+                          "variables only; the chat template and how it is applied are the server's",
+                          param="chat_template_kwargs")
+    return kwargs
+
+
 async def chat_prompt(
     model: ServedModel,
     messages: list[ChatMessage],
@@ -132,7 +164,7 @@ async def chat_prompt(
     dicts = _message_dicts(messages)
     total = sum(len(d["content"]) for d in dicts) + (len(json.dumps(tools)) if tools else 0)
     _check_chars(model, total)
-    kwargs = {k: v for k, v in (template_kwargs or {}).items() if k not in ("tokenize", "conversation")}
+    kwargs = _template_variables(model, template_kwargs)
     if tools:
         kwargs["tools"] = tools
     if total < 2048:
