@@ -258,6 +258,13 @@ def test_models_tokenize_detokenize(server, client):
     body = {"model": "tiny", "tokens": ids["tokens"]}
     text = httpx.post(server.url + "/detokenize", headers=h, json=body).json()
     assert text["prompt"] == PROMPT
+    # long lists go through the thread pool: the same text as a short list's, repeated; an out-of-range id is a 400
+    # naming the field wherever it sits
+    long = {"model": "tiny", "tokens": ids["tokens"] * (4096 // len(ids["tokens"]) + 1)}
+    r = httpx.post(server.url + "/detokenize", headers=h, json=long, timeout=30)
+    assert r.status_code == 200 and r.json()["prompt"].count(PROMPT.strip()[:20]) >= 4096 // len(ids["tokens"])
+    r = httpx.post(server.url + "/detokenize", headers=h, json={**long, "tokens": long["tokens"] + [10**7]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "tokens"
 
 
 def test_penalties_min_tokens_and_sampling_knobs(client):

@@ -186,3 +186,18 @@ def check_token_ids(model: ServedModel, ids: list[int], param: str) -> None:
 
 def decode(model: ServedModel, ids: list[int], skip_special_tokens: bool = False) -> str:
     return model.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+
+async def decode_ids(model: ServedModel, ids: list[int], param: str) -> str:
+    """`ids` checked (check_token_ids, when any) and decoded; long lists in the thread pool, as encode does, so a
+    multi-megabyte /detokenize body never stalls /health."""
+    if len(ids) < 2048:
+        if ids:
+            check_token_ids(model, ids, param)
+        return decode(model, ids)
+
+    def work() -> str:
+        check_token_ids(model, ids, param)
+        return decode(model, ids)
+
+    return await anyio.to_thread.run_sync(work, limiter=_pool())

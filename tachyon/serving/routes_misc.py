@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 import tachyon
 from tachyon.serving.api import Call, parse_body, serve_call
-from tachyon.serving.preprocess import chat_prompt, check_token_ids, decode, encode
+from tachyon.serving.preprocess import chat_prompt, decode_ids, encode
 from tachyon.serving.protocol import DetokenizeRequest, TokenizeRequest
 from tachyon.serving.state import ServerState
 
@@ -65,10 +65,9 @@ async def detokenize(request: Request) -> Response:
 async def _detokenize(call: Call) -> Response:
     req = await parse_body(call.request, DetokenizeRequest, call.state.config.body_timeout)
     model = call.state.registry.get(req.model)
-    if req.tokens:
-        check_token_ids(model, req.tokens, "tokens")
+    text = await decode_ids(model, req.tokens, "tokens")
     call.record.model = model.name
-    return JSONResponse({"prompt": decode(model, req.tokens)})
+    return JSONResponse({"prompt": text})
 
 
 @router.get("/health")
