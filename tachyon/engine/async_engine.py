@@ -16,6 +16,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import torch
+
 from tachyon.config import EngineConfig
 from tachyon.engine.engine import EngineStats, LLMEngine
 from tachyon.engine.outputs import RequestGroup
@@ -31,6 +33,20 @@ class EngineDeadError(RuntimeError):
 class EngineStepError(RuntimeError):
     """A step raised: every request in flight is failed with this (its cause the step's exception), the engine
     stays up. Never a ValueError, whatever the cause: the requests' own input was validated before they ran."""
+
+
+# Consecutive failed steps (none succeeding between them) after which the engine counts as dead: a fault that every
+# step hits (a corrupt device context, a broken kernel) must show on /health, not answer every request with a 500.
+MAX_FAILED_STEPS = 3
+
+
+def _device_fault(e: BaseException) -> bool:
+    """Whether a step's exception leaves the device unusable (a CUDA error other than running out of memory): the
+    engine stops at the first such step."""
+    if isinstance(e, torch.cuda.OutOfMemoryError):
+        return False
+    accel = getattr(torch, "AcceleratorError", None)
+    return (accel is not None and isinstance(e, accel)) or "CUDA error" in str(e)
 
 
 @dataclass
@@ -121,6 +137,7 @@ class AsyncEngine:
         self._wake.set()
 
     def _loop(self) -> None:
+        failed = 0  # consecutive failed steps
         try:
             while not self._stop:
                 self._drain_commands()
@@ -131,17 +148,22 @@ class AsyncEngine:
                     continue
                 try:
                     outs = self.engine.step()
-                except Exception as e:  # a bug in a step: fail the requests in flight, stay up
+                except Exception as e:  # a bug in a step: fail the requests in flight, stay up unless it persists
+                    failed += 1
                     log.exception("engine step failed")
+                    if failed >= MAX_FAILED_STEPS or _device_fault(e):
+                        why = "a device error" if _device_fault(e) else f"{failed} steps in a row failed"
+                        raise EngineDeadError(f"engine stopped: {why} ({type(e).__name__})") from e
                     err = EngineStepError(f"engine step failed ({type(e).__name__})")
                     err.__cause__ = e
                     self._fail_all(err)
                     continue
+                failed = 0
                 self.last_step_time = time.monotonic()
                 self._stats = self.engine.stats()
                 for out in outs:
                     self._deliver(out.request_id, out)
-        except BaseException as e:  # pragma: no cover - fatal
+        except BaseException as e:  # fatal: a persistent step failure, or a bug in the loop itself
             self._error = e
             log.exception("engine thread died")
             self._fail_all(EngineDeadError(str(e)))

@@ -135,6 +135,45 @@ def test_overlap_batch_with_staggered_lengths(llm):
     assert sum(rows) == sum(n - 1 for n in lens)
 
 
+@pytest.mark.parametrize("fault", ["persistent", "device"])
+def test_a_step_failure_that_persists_stops_the_engine(tiny_llama, monkeypatch, fault):
+    """Every step raising: the requests fail with EngineStepError until MAX_FAILED_STEPS steps in a row have failed,
+    then with EngineDeadError, and the engine reports unhealthy (so /health shows it) and refuses new requests. A CUDA
+    error (not out-of-memory) stops it at the first failed step."""
+    from tachyon.config import EngineConfig
+    from tachyon.engine import async_engine
+    from tachyon.engine.async_engine import EngineDeadError, EngineStepError
+
+    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256,
+                                   overlap_scheduling=False))
+    message = "a bug every step hits" if fault == "persistent" else "CUDA error: an illegal memory access"
+
+    def broken(*args, **kwargs):
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(eng.engine.runner, "execute", broken)
+    sp = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
+    fails = async_engine.MAX_FAILED_STEPS if fault == "persistent" else 1
+
+    async def run():
+        for i in range(fails):
+            assert eng.is_healthy()
+            with pytest.raises(EngineDeadError if i == fails - 1 else EngineStepError):
+                await _collect(eng, [5, 6, 7, 8], sp, f"r{i}")
+        for _ in range(200):
+            if not eng.is_healthy():
+                break
+            await asyncio.sleep(0.01)
+        assert not eng.is_healthy()
+        with pytest.raises(EngineDeadError):
+            await _collect(eng, [5, 6, 7, 8], sp, "after")
+
+    try:
+        asyncio.run(run())
+    finally:
+        eng.shutdown()
+
+
 @pytest.mark.parametrize("overlap", [False, True])
 def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, monkeypatch, overlap):
     """A step that raises mid-way (after scheduling and block allocation) fails the requests in flight with
