@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -81,6 +83,29 @@ def test_readiness_detects_stuck_and_dead_engines():
     ok, why = asyncio.run(check(OneTokenEngine(healthy=False)))
     assert not ok and "not running" in why
     assert asyncio.run(check(OneTokenEngine(), draining=True)) == (False, "draining")
+
+
+class BusyEngine(HangingEngine):
+    """Holds requests (a probe would wait behind them) and last finished a step `ago` seconds back."""
+
+    def __init__(self, ago: float) -> None:
+        super().__init__()
+        self.last_step_time = time.monotonic() - ago
+        self._stats = SimpleNamespace(num_running=8, num_waiting=4)
+
+    def stats(self):
+        return self._stats
+
+
+def test_readiness_of_a_busy_engine():
+    """A loaded engine that is still stepping is ready without a probe; one whose last step is older than the probe
+    timeout is probed, and a probe that never answers makes it unready."""
+    async def check(engine):
+        return await Readiness(ModelRegistry([_model(engine)]), Admission(4), interval=5, timeout=0.2).ready()
+
+    assert asyncio.run(check(BusyEngine(ago=0.0))) == (True, "ok")
+    ok, why = asyncio.run(check(BusyEngine(ago=5.0)))
+    assert not ok and "did not generate" in why
 
 
 def test_readiness_caches_probe():

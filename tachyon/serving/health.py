@@ -3,7 +3,9 @@
 Liveness: every engine thread alive and not errored. Readiness additionally runs a real 1-token
 greedy generation on each engine, at most once per `interval` seconds (concurrent probes share
 one run; the result is cached), and fails while draining or when a probe errors or exceeds
-`timeout` (a stuck engine).
+`timeout` (a stuck engine). An engine holding requests that finished a step within `timeout`
+counts as ready without a probe: the probe would queue behind those requests, and a busy server
+would look unready exactly when it is loaded.
 """
 
 from __future__ import annotations
@@ -61,7 +63,19 @@ class Readiness:
                 return ok, why
         return True, "ok"
 
+    def _progressing(self, model: ServedModel) -> bool:
+        """Whether the engine holds requests and finished a step within the last `timeout` seconds."""
+        last = getattr(model.engine, "last_step_time", None)
+        try:
+            stats = model.engine.stats()
+            busy = stats.num_running + stats.num_waiting > 0
+        except Exception:  # noqa: BLE001 - an engine without these stats is probed
+            return False
+        return busy and last is not None and time.monotonic() - last < self.timeout
+
     async def _probe(self, model: ServedModel) -> tuple[bool, str]:
+        if self._progressing(model):
+            return True, "ok"
         params = SamplingParams(max_tokens=1, temperature=0.0, ignore_eos=True)
         rid = f"health-{uuid.uuid4().hex[:12]}"
         prompt = [0]
