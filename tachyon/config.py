@@ -72,6 +72,9 @@ class EngineConfig:
     # in another batch shape, so greedy output can then depend on what ran before (docs/performance.md, "Prefix
     # caching, measured at stop 52": the H200 showed it).
     enable_prefix_caching: bool = False
+    # > 0: while requests wait to be admitted, a prompt computes at most this many tokens a step (engine/scheduler.py),
+    # so one long prompt does not hold up the first token of the short ones behind it. 0: off (vLLM's default too).
+    long_prefill_token_threshold: int = 0
 
     def __post_init__(self) -> None:
         if self.load_format not in ("auto", "safetensors", "gguf", "dummy"):
@@ -106,6 +109,9 @@ class EngineConfig:
             raise ValueError(f"scheduling_policy must be 'fcfs', 'lpt' or 'flat', got {self.scheduling_policy!r}")
         if self.overlap_scheduling not in (None, True, False):
             raise ValueError(f"overlap_scheduling must be true, false or null (auto), got {self.overlap_scheduling!r}")
+        if not isinstance(self.long_prefill_token_threshold, int) or self.long_prefill_token_threshold < 0:
+            raise ValueError("long_prefill_token_threshold must be an integer >= 0 (0: off), "
+                             f"got {self.long_prefill_token_threshold!r}")
         if not 0 <= self.watermark < 1:
             raise ValueError(f"watermark must be in [0, 1), got {self.watermark}")
 

@@ -52,6 +52,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=False,
                    help="share the KV of leading full blocks that earlier requests computed instead of recomputing it "
                         "(off by default: greedy output may then depend on earlier requests)")
+    p.add_argument("--long-prefill-token-threshold", type=int, default=0,
+                   help="while requests wait, a prompt computes at most this many tokens a step (0: off)")
     p.add_argument("--overlap-scheduling", default="auto", choices=sorted(OVERLAP_CHOICES), help=OVERLAP_HELP)
     p.add_argument("--seed", type=int, default=0)
 
@@ -66,6 +68,7 @@ def engine_kwargs(args: argparse.Namespace) -> dict:
               mixed_graph_max_tokens=args.mixed_graph_max_tokens, seed=args.seed,
               quantization=args.quantization, kv_cache_dtype=args.kv_cache_dtype,
               enable_prefix_caching=args.enable_prefix_caching,
+              long_prefill_token_threshold=args.long_prefill_token_threshold,
               overlap_scheduling=OVERLAP_CHOICES[args.overlap_scheduling])
     if args.max_num_batched_tokens is not None:
         kw["max_num_batched_tokens"] = args.max_num_batched_tokens

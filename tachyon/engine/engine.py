@@ -113,7 +113,8 @@ class LLMEngine:
                                    max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
-                                   watermark=config.watermark, policy=config.scheduling_policy)
+                                   watermark=config.watermark, policy=config.scheduling_policy,
+                                   long_prefill_token_threshold=config.long_prefill_token_threshold)
         if self.runner.mixed_graphs is not None:  # flat: fill steps to sizes the mixed graphs hold unpadded
             self.scheduler.chunk_fit = self.runner.mixed_graphs.tight_chunk
         self.overlap = (config.overlap_scheduling if config.overlap_scheduling is not None

@@ -9,6 +9,9 @@ blocks go back to the pool and it returns to the head of the waiting queue. No r
 admitted in a step that preempted, so a preempted request is not immediately displaced again. With prefix caching,
 a waiting request whose next uncached prompt block a running request is computing waits (later requests may pass
 it) until that block is cached, then shares it: a burst of requests with one system prompt computes it once.
+With `long_prefill_token_threshold` T > 0, while requests wait that could be admitted, a prompt computes at most T
+tokens a step (running and newly admitted alike), and the rest of the budget goes to the prompts behind it: one long
+prompt no longer holds up the first token of every short one that arrives after it.
 
 Policies:
   fcfs  admit in arrival order (first come, first served; the default).
@@ -128,7 +131,8 @@ class SchedulerOutput:
 
 class Scheduler:
     def __init__(self, kv: KVCacheManager, *, max_num_seqs: int, max_num_batched_tokens: int,
-                 enable_chunked_prefill: bool = True, watermark: float = 0.01, policy: str = "fcfs"):
+                 enable_chunked_prefill: bool = True, watermark: float = 0.01, policy: str = "fcfs",
+                 long_prefill_token_threshold: int = 0):
         if policy not in POLICIES:
             raise ValueError(f"scheduling_policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
@@ -146,6 +150,8 @@ class Scheduler:
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         self.max_num_batched_tokens = max_num_batched_tokens
         self.enable_chunked_prefill = enable_chunked_prefill
+        # while requests wait, a prompt's chunk per step is at most this (0: off; needs chunked prefill)
+        self.long_prefill_cap = long_prefill_token_threshold if enable_chunked_prefill else 0
         self.watermark_blocks = int(watermark * kv.pool.num_blocks)
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -182,6 +188,8 @@ class Scheduler:
                 i += 1
                 continue
             n = min(req.num_tokens - req.num_computed_tokens, budget)
+            if self.long_prefill_cap and self.waiting and len(self.running) < self.max_num_seqs:  # leave budget
+                n = min(n, self.long_prefill_cap)
             while not self.kv.allocate_slots(req, n):
                 victim = self.running.pop()
                 self._preempt(victim)
@@ -221,6 +229,8 @@ class Scheduler:
                     continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
             n = min(remaining, budget)
+            if self.long_prefill_cap and len(self.waiting) > j + 1:  # others wait behind it: leave them budget
+                n = min(n, self.long_prefill_cap)
             if n < remaining and not self.enable_chunked_prefill:
                 break
             need, free = self.kv.admission_blocks(req, hits, n)

@@ -29,6 +29,7 @@ _ENGINE_FLAGS = (
     "mixed_graph_max_tokens",
     "quantization",
     "kv_cache_dtype",
+    "long_prefill_token_threshold",
 )
 
 
@@ -55,6 +56,9 @@ def register(subparsers: Any) -> None:
     m.add_argument("--kv-cache-memory-gb", type=float, default=None)
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
+    m.add_argument("--long-prefill-token-threshold", type=int, default=None,
+                   help="while requests wait, a prompt computes at most this many tokens a step, so a long prompt "
+                        "does not hold up short ones' first token (default 0: off)")
     m.add_argument("--enforce-eager", action="store_true", default=None)
     m.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None,
                    help="share the KV of leading full blocks that earlier requests computed (same tokens from the "

@@ -1,0 +1,85 @@
+"""long_prefill_token_threshold (engine/scheduler.py): while requests wait, a prompt computes at most T tokens a
+step, so short prompts behind a long one get their first token without waiting for its whole prefill; through LLM,
+the same greedy tokens as transformers."""
+
+import pytest
+
+from tachyon import LLM, SamplingParams
+from tachyon.config import EngineConfig
+from tachyon.engine.kv_cache import BlockPool, KVCacheManager
+from tachyon.engine.request import Request
+from tests.engine.test_mixed_graph import _prompts
+from tests.engine.test_scheduler_lpt import _decode, _req
+from tests.hf_oracle import assert_greedy_parity, hf_greedy, hf_model
+
+
+def _first_steps(threshold: int) -> tuple[dict[str, int], list[int], int]:
+    """50 decoding streams, then a 20,000-token prompt and five 20-token ones arriving together, under a 2,048-token
+    budget: the step each new request is first scheduled in, the decodes scheduled each step, the long prompt's
+    tokens computed at the end."""
+    from tachyon.engine.scheduler import Scheduler
+
+    s = Scheduler(KVCacheManager(BlockPool(4096, 16)), max_num_seqs=512, max_num_batched_tokens=2048,
+                  long_prefill_token_threshold=threshold)
+    for i in range(50):
+        s.add(_req(f"d{i}", 10_000, prompt_len=16))
+    _decode(s, s.schedule())
+    big = Request("big", [3] * 20_000, SamplingParams(max_tokens=4, ignore_eos=True), eos_token_ids=[],
+                  max_model_len=32_768, sample_seed=0)
+    s.add(big)
+    for k in range(5):
+        s.add(_req(f"short{k}", 4, prompt_len=20))
+    first, decodes = {}, []
+    for step in range(40):
+        out = s.schedule()
+        for r in out.requests:
+            if not r.request_id.startswith("d"):
+                first.setdefault(r.request_id, step)
+        decodes.append(sum(r.request_id.startswith("d") for r in out.requests))
+        _decode(s, out)
+    return first, decodes, big.num_computed_tokens
+
+
+def test_long_prompt_leaves_budget_to_short_ones_behind_it():
+    off, decodes_off, big_off = _first_steps(0)
+    on, decodes_on, big_on = _first_steps(256)
+    assert off["big"] == on["big"] == 0
+    # off: the long prompt takes the whole budget left by the decodes until its prefill ends (~10 steps)
+    assert min(off[f"short{k}"] for k in range(5)) >= 9
+    # on: every short prompt is admitted in the long one's first step
+    assert all(on[f"short{k}"] == 0 for k in range(5)), on
+    assert decodes_off == decodes_on == [50] * 40  # the decodes keep their step either way
+    assert big_off >= 20_000 and big_on >= 20_000  # once nothing waits, the long prompt takes the budget again
+
+
+def test_threshold_is_validated():
+    with pytest.raises(ValueError, match="long_prefill_token_threshold must be an integer >= 0"):
+        EngineConfig(long_prefill_token_threshold=-1)
+
+
+def test_capped_chunks_greedy_match_transformers():
+    """Prompts of 4-60 tokens under a 24-token budget with T = 5: prompts split into 5-token chunks while others
+    wait, and every request's tokens are transformers' greedy ones."""
+    from tests.tiny_models import tiny_model_dir
+
+    path = tiny_model_dir("llama")
+    prompts = _prompts(6, seed=5, lo=4, hi=60)
+    lengths = [4 + i for i in range(6)]
+    hf = hf_model(path)
+    expected = [hf_greedy(hf, p, m) for p, m in zip(prompts, lengths)]
+    llm = LLM(path, device="cpu", dtype="float32", max_num_batched_tokens=24, max_num_seqs=8, block_size=4,
+              long_prefill_token_threshold=5)
+    steps = []
+    sched = llm.engine.scheduler
+    schedule = sched.schedule
+
+    def recording():
+        out = schedule()
+        steps.append((max(out.num_new_tokens, default=0), bool(sched.waiting)))
+        return out
+
+    sched.schedule = recording
+    sps = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True) for m in lengths]
+    outs = llm.generate(prompts, sps, use_tqdm=False)
+    assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
+    assert any(n == 5 for n, _ in steps) and max(n for n, _ in steps) <= 24
