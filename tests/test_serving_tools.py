@@ -258,3 +258,7 @@ def test_chat_template_kwargs_are_template_variables_only(tiny_llama):
         with pytest.raises(APIError) as e:
             asyncio.run(chat_prompt(model, msgs, add_generation_prompt=False, template_kwargs={key: value}))
         assert e.value.status == 400 and e.value.param == "chat_template_kwargs" and key in e.value.message, key
+    # template variables count toward the prompt's size check, before any rendering
+    with pytest.raises(APIError) as e:
+        asyncio.run(chat_prompt(model, msgs, add_generation_prompt=False, template_kwargs={"mood": "x" * 300_000}))
+    assert e.value.status == 400 and e.value.code == "context_length_exceeded"

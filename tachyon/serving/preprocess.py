@@ -162,9 +162,10 @@ async def chat_prompt(
     """Token ids of the chat-templated conversation (the template supplies special tokens); `tools` go to the
     template as HF's `tools` argument."""
     dicts = _message_dicts(messages)
-    total = sum(len(d["content"]) for d in dicts) + (len(json.dumps(tools)) if tools else 0)
-    _check_chars(model, total)
     kwargs = _template_variables(model, template_kwargs)
+    total = sum(len(d["content"]) for d in dicts) + (len(json.dumps(tools)) if tools else 0)
+    total += len(json.dumps(kwargs, default=str)) if kwargs else 0  # template variables may reach the prompt too
+    _check_chars(model, total)
     if tools:
         kwargs["tools"] = tools
     if total < 2048:
