@@ -108,6 +108,29 @@ def test_readiness_of_a_busy_engine():
     assert not ok and "did not generate" in why
 
 
+def test_decode_ids_runs_long_lists_off_the_event_loop():
+    """/detokenize's decode_ids: a short list is checked and decoded on the caller's thread, a long one in the thread
+    pool (so a multi-megabyte body does not stall /health); an out-of-range id is a 400 naming the field either way."""
+    import threading
+
+    from tachyon.serving.preprocess import decode_ids
+
+    threads = []
+
+    def decode(ids, skip_special_tokens=False):
+        threads.append(threading.current_thread())
+        return "x" * len(ids)
+
+    model = SimpleNamespace(tokenizer=SimpleNamespace(decode=decode), vocab_size=100)
+    assert asyncio.run(decode_ids(model, [1] * 10, "tokens")) == "x" * 10
+    assert asyncio.run(decode_ids(model, [1] * 5000, "tokens")) == "x" * 5000
+    assert threads[0] is threading.main_thread() and threads[1] is not threading.main_thread()
+    for ids in ([7, 100], [7] * 5000 + [100]):
+        with pytest.raises(APIError) as e:
+            asyncio.run(decode_ids(model, ids, "tokens"))
+        assert e.value.status == 400 and e.value.param == "tokens"
+
+
 def test_readiness_caches_probe():
     eng = OneTokenEngine()
     calls = []

@@ -151,8 +151,9 @@ class AsyncEngine:
                 except Exception as e:  # a bug in a step: fail the requests in flight, stay up unless it persists
                     failed += 1
                     log.exception("engine step failed")
-                    if failed >= MAX_FAILED_STEPS or _device_fault(e):
-                        why = "a device error" if _device_fault(e) else f"{failed} steps in a row failed"
+                    device = _device_fault(e)
+                    if device or failed >= MAX_FAILED_STEPS:
+                        why = "a device error" if device else f"{failed} steps in a row failed"
                         raise EngineDeadError(f"engine stopped: {why} ({type(e).__name__})") from e
                     err = EngineStepError(f"engine step failed ({type(e).__name__})")
                     err.__cause__ = e

@@ -9,9 +9,9 @@ blocks go back to the pool and it returns to the head of the waiting queue. No r
 admitted in a step that preempted, so a preempted request is not immediately displaced again. With prefix caching,
 a waiting request whose next uncached prompt block a running request is computing waits (later requests may pass
 it) until that block is cached, then shares it: a burst of requests with one system prompt computes it once.
-With `long_prefill_token_threshold` T > 0, while requests wait that could be admitted, a prompt computes at most T
-tokens a step (running and newly admitted alike), and the rest of the budget goes to the prompts behind it: one long
-prompt no longer holds up the first token of every short one that arrives after it.
+With `long_prefill_token_threshold` T > 0, while requests wait behind it (and the running set has room for them), a
+prompt computes at most T tokens a step (running and newly admitted alike), and the rest of the budget goes to the
+prompts behind it: one long prompt no longer holds up the first token of every short one that arrives after it.
 
 Policies:
   fcfs  admit in arrival order (first come, first served; the default).
@@ -187,9 +187,8 @@ class Scheduler:
             if req.awaits_last_token:
                 i += 1
                 continue
-            n = min(req.num_tokens - req.num_computed_tokens, budget)
-            if self.long_prefill_cap and self.waiting and len(self.running) < self.max_num_seqs:  # leave budget
-                n = min(n, self.long_prefill_cap)
+            n = self._chunk(min(req.num_tokens - req.num_computed_tokens, budget),
+                            bool(self.waiting) and len(self.running) < self.max_num_seqs)
             while not self.kv.allocate_slots(req, n):
                 victim = self.running.pop()
                 self._preempt(victim)
@@ -228,9 +227,7 @@ class Scheduler:
                     self.num_prefix_waits += 1
                     continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
-            n = min(remaining, budget)
-            if self.long_prefill_cap and len(self.waiting) > j + 1:  # others wait behind it: leave them budget
-                n = min(n, self.long_prefill_cap)
+            n = self._chunk(min(remaining, budget), len(self.waiting) > j + 1)
             if n < remaining and not self.enable_chunked_prefill:
                 break
             need, free = self.kv.admission_blocks(req, hits, n)
@@ -253,6 +250,10 @@ class Scheduler:
             chunks += 1
             budget -= n
         return out
+
+    def _chunk(self, n: int, others_wait: bool) -> int:
+        """A request's `n` tokens this step, capped at long_prefill_token_threshold while `others_wait` behind it."""
+        return min(n, self.long_prefill_cap) if self.long_prefill_cap and others_wait else n
 
     def _inflight_blocks(self) -> set[int]:
         """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""

@@ -192,13 +192,11 @@ def decode(model: ServedModel, ids: list[int], skip_special_tokens: bool = False
 async def decode_ids(model: ServedModel, ids: list[int], param: str) -> str:
     """`ids` checked (check_token_ids, when any) and decoded; long lists in the thread pool, as encode does, so a
     multi-megabyte /detokenize body never stalls /health."""
-    if len(ids) < 2048:
+    def work() -> str:
         if ids:
             check_token_ids(model, ids, param)
         return decode(model, ids)
 
-    def work() -> str:
-        check_token_ids(model, ids, param)
-        return decode(model, ids)
-
+    if len(ids) < 2048:
+        return work()
     return await anyio.to_thread.run_sync(work, limiter=_pool())
