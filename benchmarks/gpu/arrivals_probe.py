@@ -3,7 +3,9 @@ requests arrive as a Poisson process at --rate per second and are added to the e
 engine stepping in between at the server's default budget (2,048 tokens a step), so new prompts land in mixed
 steps beside running decodes. Records per-request TTFT and TPOT, output tok/s, and the engine's step counts by kind
 (mixed graphs launched or run); run once per engine setting (e.g. --engine-arg mixed_graph_max_tokens=0) in its
-own process and compare. Writes arrivals_<tag>.json under --out.
+own process and compare. With --long-every K, every K-th request's prompt is its own tokens repeated to --long-len
+tokens (a long document among chat turns; TTFT is then reported for the short and the long requests apart), the
+load that long_prefill_token_threshold is for. Writes arrivals_<tag>.json under --out.
 
 Usage (GPU machine, repo root):
   python3 benchmarks/gpu/arrivals_probe.py --shape qwen2.5-7b --rate 4 --num 64 --out DIR [--engine-arg k=v ...]
@@ -37,12 +39,25 @@ def _arg(kv: str) -> tuple[str, object]:
     return k, v
 
 
+def _ttft_split(rows: list[dict]) -> dict:
+    """Mean and p90 TTFT (ms) of the short and the long requests apart (empty when no request is long)."""
+    out = {}
+    for name, flag in (("short", False), ("long", True)):
+        t = [r["ttft"] for r in rows if r["long"] == flag]
+        if t and any(r["long"] for r in rows):
+            out[f"ttft_{name}_mean_ms"] = 1e3 * statistics.mean(t)
+            out[f"ttft_{name}_p90_ms"] = 1e3 * (statistics.quantiles(t, n=10)[-1] if len(t) > 1 else t[0])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="qwen2.5-7b")
     ap.add_argument("--rate", type=float, default=4.0, help="arrivals per second")
     ap.add_argument("--num", type=int, default=64)
     ap.add_argument("--engine-arg", action="append", default=[], type=_arg)
+    ap.add_argument("--long-every", type=int, default=0, help="every K-th request gets a --long-len prompt (0: none)")
+    ap.add_argument("--long-len", type=int, default=8192)
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -50,6 +65,12 @@ def main() -> None:
     llm = LLM(args.shape, load_format="dummy", **engine_args)
     eng, runner = llm.engine, llm.engine.runner
     reqs = load_workload("nano256")[: args.num]
+    long_ids = set()
+    if args.long_every > 0:
+        for j in range(args.long_every - 1, len(reqs), args.long_every):
+            ids = reqs[j]["prompt_token_ids"]
+            reqs[j] = dict(reqs[j], prompt_token_ids=(ids * (args.long_len // len(ids) + 1))[: args.long_len])
+            long_ids.add(f"a{j}")
     llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
     rng = random.Random(0)
     arrivals, t = [], 0.0
@@ -84,7 +105,7 @@ def main() -> None:
             continue
         for o in eng.step(finished_only=True):
             m, n = o.metrics, len(o.outputs[0].token_ids)
-            done[o.request_id] = dict(ttft=m.first_token_time - m.arrival_time,
+            done[o.request_id] = dict(long=o.request_id in long_ids, ttft=m.first_token_time - m.arrival_time,
                                       tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
     wall = time.perf_counter() - t0
     rows = list(done.values())
@@ -95,6 +116,8 @@ def main() -> None:
                   ttft_p90_ms=1e3 * statistics.quantiles([r["ttft"] for r in rows], n=10)[-1],
                   tpot_mean_ms=1e3 * statistics.mean(r["tpot"] for r in rows),
                   tpot_p90_ms=1e3 * statistics.quantiles([r["tpot"] for r in rows], n=10)[-1],
+                  long_every=args.long_every, long_len=args.long_len,
+                  **_ttft_split(rows),
                   mixed_graph_runs=mixed_runs[0],
                   mixed_launched=runner.num_mixed_launched - kinds["mixed_launched"],
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
