@@ -6,12 +6,15 @@ CPU:  python3 benchmarks/kernels/attn_kv_fp8.py --smoke [--widen-sweep]   (Trito
 --widen-sweep: the e4m3 decode rows again for each way of widening the cache's tiles (TACHYON_KV8_WIDEN,
 WIDEN_SWEEP) and each unsplit key tile in WIDEN_TILES (TACHYON_DECODE_UNSPLIT_TILE; split launches keep theirs), each
 row named by both. --widen-batches: only e4m3 decode rows at 1,024 keys, batches 64-256, cvt against cvt:asm.
+--widen-spread: the same, with each batch's contexts drawn uniform over a range (as a serving step's are) and at the
+range's mean for all (stop 60: mixed_attn_tiles.py timed cvt:asm 42% slower on 96 decodes over 200-1,600 keys).
 (Until 8f3e4bb this was `run_all.py --kv-fp8`; session 12's attn_kvfp8_8f3e4bb/ ran that.)
 """
 
 import argparse
 import json
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -56,12 +59,27 @@ def widen_batches(gen) -> None:
             _e4m3_decode_row(f"decode B={B} ctx={ctx} widen={mode}", [(ctx - 1, 1)] * B, gen, TACHYON_KV8_WIDEN=mode)
 
 
+def widen_spread(gen) -> None:
+    """cvt against cvt:asm on decode batches whose contexts are spread (uniform over lo..hi, seeded) or all at the
+    range's mean: does the spread, not the batch, decide which widening wins?"""
+    batches = (64, 96, 128, 192, 256) if not H.SMOKE else (3,)
+    ranges = ((200, 1600), (100, 800), (1000, 3000)) if not H.SMOKE else ((20, 60),)
+    rng = random.Random(0)
+    for lo, hi in ranges:
+        for B in batches:
+            spread = [(rng.randint(lo, hi) - 1, 1) for _ in range(B)]
+            for label, specs in ((f"{lo}-{hi}", spread), (f"={(lo + hi) // 2}", [((lo + hi) // 2 - 1, 1)] * B)):
+                for mode in ("cvt", "cvt:asm"):
+                    _e4m3_decode_row(f"decode B={B} ctx {label} widen={mode}", specs, gen, TACHYON_KV8_WIDEN=mode)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--smoke", action="store_true", help="CPU: Triton interpreter, tiny shapes")
     ap.add_argument("--widen-sweep", action="store_true", help="e4m3 decode rows per widening mode and key tile")
     ap.add_argument("--widen-batches", action="store_true", help="only e4m3 decode rows, cvt against cvt:asm by batch")
+    ap.add_argument("--widen-spread", action="store_true", help="only e4m3 decode rows over spread contexts")
     args = ap.parse_args()
     if not H.SMOKE and not torch.cuda.is_available():
         sys.exit("no CUDA device (use --smoke on CPU)")
@@ -77,6 +95,9 @@ def main() -> None:
     if args.widen_batches:
         cases = []
         widen_batches(gen)
+    if args.widen_spread:
+        cases = []
+        widen_spread(gen)
     for name, specs in cases:
         for kv_dtype in (None, torch.float8_e4m3fn):
             b_attention(name, specs, gen, time_ref=False, kv_dtype=kv_dtype)
