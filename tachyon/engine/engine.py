@@ -114,7 +114,7 @@ class LLMEngine:
                                    max_num_batched_tokens=config.max_num_batched_tokens,
                                    enable_chunked_prefill=config.enable_chunked_prefill,
                                    watermark=config.watermark, policy=config.scheduling_policy,
-                                   long_prefill_token_threshold=config.long_prefill_token_threshold)
+                                   long_prefill_token_threshold=config.resolved_long_prefill_threshold())
         if self.runner.mixed_graphs is not None:  # flat: fill steps to sizes the mixed graphs hold unpadded
             self.scheduler.chunk_fit = self.runner.mixed_graphs.tight_chunk
         self.overlap = (config.overlap_scheduling if config.overlap_scheduling is not None

@@ -40,13 +40,17 @@ class LLM:
     """Offline batched generation. `model=None` loads the default model (SmolLM2-135M-Instruct).
 
     Engine arguments are EngineConfig's, except that `max_num_batched_tokens` left out (or None) is
-    OFFLINE_MAX_NUM_BATCHED_TOKENS, and `scheduling_policy` left out (or None) is `offline_policy`'s."""
+    OFFLINE_MAX_NUM_BATCHED_TOKENS, `scheduling_policy` left out (or None) is `offline_policy`'s, and
+    `long_prefill_token_threshold` left out (or None) is 0: a batch's requests arrive together, so no prompt has
+    short ones arriving behind it."""
 
     def __init__(self, model: str | None = None, **engine_args):
         budget = engine_args.pop("max_num_batched_tokens", None)
         if budget is None:
             budget = OFFLINE_MAX_NUM_BATCHED_TOKENS
         policy = engine_args.pop("scheduling_policy", None)
+        if engine_args.get("long_prefill_token_threshold") is None:
+            engine_args["long_prefill_token_threshold"] = 0
         config = EngineConfig.from_kwargs(model=model, **engine_args)
         if policy is None:
             policy = offline_policy(config)

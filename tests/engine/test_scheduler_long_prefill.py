@@ -83,3 +83,42 @@ def test_capped_chunks_greedy_match_transformers():
     outs = llm.generate(prompts, sps, use_tqdm=False)
     assert_greedy_parity(hf, prompts, [o.outputs[0].token_ids for o in outs], expected)
     assert 5 in steps and max(steps) <= 24
+
+
+def test_default_is_a_quarter_of_the_budget_online_and_off_offline():
+    """EngineConfig's default (the server's and AsyncEngine's) caps at a quarter of the step budget, at least 64;
+    a value given wins; the offline LLM takes 0 when none is given and keeps one that is."""
+    from tests.tiny_models import tiny_model_dir
+
+    assert EngineConfig().resolved_long_prefill_threshold() == 512
+    assert EngineConfig(max_num_batched_tokens=8192).resolved_long_prefill_threshold() == 2048
+    assert EngineConfig(max_num_batched_tokens=100).resolved_long_prefill_threshold() == 64
+    assert EngineConfig(long_prefill_token_threshold=0).resolved_long_prefill_threshold() == 0
+    assert EngineConfig(long_prefill_token_threshold=300).resolved_long_prefill_threshold() == 300
+    with pytest.raises(ValueError, match="long_prefill_token_threshold"):
+        EngineConfig(long_prefill_token_threshold=True)
+    path = tiny_model_dir("llama")
+    common = dict(device="cpu", dtype="float32", max_num_batched_tokens=256, max_num_seqs=4, enforce_eager=True)
+    assert LLM(path, **common).engine.scheduler.long_prefill_cap == 0
+    assert LLM(path, long_prefill_token_threshold=None, **common).engine.scheduler.long_prefill_cap == 0
+    assert LLM(path, long_prefill_token_threshold=96, **common).engine.scheduler.long_prefill_cap == 96
+
+
+def test_serve_flags_leave_the_default_to_the_engine():
+    """`tachyon serve` without the flag passes nothing, so the engine's quarter-budget default applies; the flag
+    given (0 included) reaches the engine."""
+    import argparse
+
+    from tachyon.serving import cli
+
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    off = cli._entries(parser.parse_args(["serve", "--long-prefill-token-threshold", "0"]))[0]
+    default = cli._entries(parser.parse_args(["serve"]))[0]
+    assert EngineConfig.from_kwargs(**_engine_fields(off)).resolved_long_prefill_threshold() == 0
+    assert EngineConfig.from_kwargs(**_engine_fields(default)).resolved_long_prefill_threshold() == 512
+
+
+def _engine_fields(entry) -> dict:
+    keys = ("long_prefill_token_threshold", "max_num_batched_tokens")
+    return {k: v for k, v in entry.engine_args.items() if k in keys}
