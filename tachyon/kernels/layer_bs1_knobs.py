@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 # warps per program. Compiled for sm_90 by Triton 3.6 at the Qwen3-0.6B shape (compile_check.py's way), one launch:
 # 16 warps 128 registers, 8 warps 182 (254 with the early weight prefetch), no spills; 70 KiB of shared memory
 LAYER_BS1_WARPS = 16
@@ -20,14 +22,34 @@ def _choice(name: str, choices: tuple[str, ...], default: str) -> str:
     return env
 
 
-def layer_bs1_mode() -> str:
-    """TACHYON_LAYER_BS1: "phases" (default: the kernel as five launches, one per phase, no grid barrier; with the
-    projections on two programs a multiprocessor it beat the layer's ten-kernel path by 8.4-9.0% on Qwen3-0.6B bs1,
-    H100, stop 56), "off" (the ten-kernel path),
-    "fused" (one launch per layer, grid barriers: 19% slower there) or "model" (every layer in one launch,
-    model_bs1.py: 20-33% slower; a layer run on its own then takes "fused"). Shapes that do not fit
+# The default form by GPU name (Qwen3-0.6B bs1, `bench offline`, medians of 5 runs): on H100s "phases" beat "off" by
+# 8.4-9.0% (stop 56, benchmarks/results/session46/); on an H200 (GPU-02c7ca18, stop 60, session49/h200/) it lost by
+# 1.1-1.5%: 1,496.5 / 1,494.6 against 1,512.9 / 1,516.7 tok/s ("fused" 1,081.1, "model" 906.0). A GPU whose name
+# matches none of these was never measured and keeps the ten-kernel path.
+LAYER_BS1_DEFAULT_BY_GPU = (("H100", "phases"),)
+_GPU_NAMES: dict[int, str] = {}
+
+
+def default_layer_bs1_mode(device: torch.device) -> str:
+    """The form TACHYON_LAYER_BS1 left unset gives on `device`: LAYER_BS1_DEFAULT_BY_GPU's entry for the first key
+    in the CUDA device's name, else "off"; "phases" off CUDA (the CPU runs the kernel only under Triton's interpreter,
+    where the tests drive it)."""
+    if device.type != "cuda":
+        return "phases"
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _GPU_NAMES:
+        _GPU_NAMES[idx] = torch.cuda.get_device_name(idx)
+    return next((mode for key, mode in LAYER_BS1_DEFAULT_BY_GPU if key in _GPU_NAMES[idx]), "off")
+
+
+def layer_bs1_mode(device: torch.device) -> str:
+    """TACHYON_LAYER_BS1, else default_layer_bs1_mode(device): "phases" (the kernel as five launches, one per phase,
+    no grid barrier, the projections on two programs a multiprocessor), "off" (the layer's ten-kernel path), "fused"
+    (one launch per layer, grid barriers: 19% slower than "phases" on an H100) or "model" (every layer in one launch,
+    model_bs1.py: 20-33% slower there; a layer run on its own then takes "fused"). Shapes that do not fit
     (layer_bs1_fits) take "off" whatever is asked. Read per forward."""
-    return _choice("TACHYON_LAYER_BS1", ("off", "fused", "phases", "model"), "phases")
+    env = os.environ.get("TACHYON_LAYER_BS1", "")
+    return _choice("TACHYON_LAYER_BS1", ("off", "fused", "phases", "model"), env or default_layer_bs1_mode(device))
 
 
 def layer_bs1_warps() -> int:

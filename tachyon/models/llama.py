@@ -157,12 +157,12 @@ class DecoderLayer(nn.Module):
     def bs1_layer_mode(self, x: torch.Tensor, meta) -> str:
         """How a step runs this layer: "phases" / "fused" (kernels.decoder_layer_bs1, five launches or one; "model":
         the model runs every layer in one launch, kernels.decoder_model_bs1) for one decode token on CUDA as
-        TACHYON_LAYER_BS1 asks ("phases" by default), when the weights and the KV cache are in x's dtype (not FP8)
-        and the row blocks fit (layer_bs1_fits); else "off", the layer's usual kernels. Every layer shares one
-        shape, so the first layer's answer is the model's."""
+        TACHYON_LAYER_BS1 asks (unset: layer_bs1_knobs.default_layer_bs1_mode's choice for the GPU), when the
+        weights and the KV cache are in x's dtype (not FP8) and the row blocks fit (layer_bs1_fits); else "off", the
+        layer's usual kernels. Every layer shares one shape, so the first layer's answer is the model's."""
         if x.shape[0] != 1 or meta.max_query_len != 1 or meta.parts is not None or not kernels.use_triton(x):
             return "off"
-        mode = kernels.layer_bs1_mode()
+        mode = kernels.layer_bs1_mode(x.device)
         weights = (self.self_attn.qkv_proj.weight, self.self_attn.o_proj.weight, self.mlp.down_proj.weight)
         kv_cache = self.self_attn.kv_cache
         if mode == "off" or any(w.dtype != x.dtype for w in weights) or kv_cache is None or kv_cache.dtype != x.dtype:
