@@ -1,6 +1,6 @@
 """A whole decoder layer at batch 1 in one launch: a persistent grid that runs the layer's five phases with a grid
 barrier between them, so a decode step launches one kernel per layer instead of ten; or the same code as five launches
-(`phases`), the engine's default at batch 1 for shapes that fit (layer_bs1_knobs.layer_bs1_mode).
+(`phases`), the engine's default at batch 1 on H100s for shapes that fit (layer_bs1_knobs.layer_bs1_mode).
 
 Contract of `decoder_layer_bs1(x, residual, lw, kv_cache, cos_sin_cache, slot_mapping, seq_lens, block_tables,
 max_seq_len) -> (y, h2)` (reference and Triton alike):
