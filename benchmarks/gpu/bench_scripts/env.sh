@@ -3,3 +3,15 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TACHYON_TES
 mkdir -p /tmp/res
 B="python3 benchmarks/gpu/bench_scripts/bench.py"
 f() { grep -v -i warn | grep -v "Loading weights" | grep -v "^\s*$"; }  # log filter (older scripts define their own)
+wait_healthy() {  # until the server on 127.0.0.1:8000 answers /health with 200 (at most ~5 minutes)
+  python3 - <<'PY'
+import time, httpx
+for _ in range(150):
+    try:
+        if httpx.get("http://127.0.0.1:8000/health", timeout=2).status_code == 200:
+            print("healthy"); break
+    except Exception:
+        pass
+    time.sleep(2)
+PY
+}

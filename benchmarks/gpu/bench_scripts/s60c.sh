@@ -17,16 +17,7 @@ for flag in "" "--long-prefill-token-threshold 0"; do
   python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer .tok \
     --served-model-name qwen2.5-7b-dummy --port 8000 $flag > /tmp/res/server_$tag.log 2>&1 &
   SPID=$!
-  python3 - <<'PY'
-import time, httpx
-for _ in range(150):
-    try:
-        if httpx.get("http://127.0.0.1:8000/health", timeout=2).status_code == 200:
-            print("healthy"); break
-    except Exception:
-        pass
-    time.sleep(2)
-PY
+  wait_healthy
   timeout 200 $B bench serve --base-url http://127.0.0.1:8000 --model qwen2.5-7b-dummy --dataset random \
     --input-len 2048 --len-dist uniform --len-ratio 0.9 --output-len 128 --vocab-size 49152 --num-prompts 160 \
     --process poisson --rate 4 --exact-chunk-tokens --output $OUT/serve_$tag.json --no-progress 2>&1 \

@@ -5,16 +5,7 @@
 python3 -m tachyon.serving --model qwen2.5-7b --load-format dummy --tokenizer .tok \
   --served-model-name qwen2.5-7b-dummy --port 8000 > /tmp/res/server.log 2>&1 &
 SPID=$!
-python3 - <<'PY'
-import time, httpx
-for _ in range(150):
-    try:
-        if httpx.get("http://127.0.0.1:8000/health", timeout=2).status_code == 200:
-            print("healthy"); break
-    except Exception:
-        pass
-    time.sleep(2)
-PY
+wait_healthy
 timeout 420 $B bench serve --base-url http://127.0.0.1:8000 --model qwen2.5-7b-dummy --dataset random --input-len 256 --output-len 128 --vocab-size 49152 --num-prompts 32 --sweep --sweep-mode concurrency --sweep-values 1,8,32,128 --slo interactive --find-max-rate --start-rate 4 --max-probes 7 --rate-tol 0.2 --probe-duration 15 --exact-chunk-tokens --capacity 100 --output /tmp/res/serve_qwen2.5-7b.json --report-dir /tmp/res --no-progress 2>&1
 kill $SPID; sleep 2
 grep -v tachyon.serving.access /tmp/res/server.log | tail -5
