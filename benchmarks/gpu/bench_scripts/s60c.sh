@@ -3,7 +3,11 @@
 # HTTP: `tachyon serve` on the Qwen2.5-7B dummy shape, 160 random prompts of 205-3,891 tokens (uniform) with 128
 # outputs, Poisson arrivals at 4 a second (`bench serve`); each setting its own server, default first. ~4 min.
 # Needs .tok (a tokenizer directory) and .whl_serve (fastapi, uvicorn, limits, prometheus-client, httpx, rich and
-# their wheels) carried with .whl.
+# their wheels) carried with .whl; both git-excluded. Made on the CPU machine with:
+#   python -c "from transformers import AutoTokenizer as A; from tachyon.models.default import default_model_path as d;
+#     import os; p = d(); A.from_pretrained(os.path.dirname(p), gguf_file=os.path.basename(p)).save_pretrained('.tok')"
+#   python3 -m pip download --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux2014_x86_64
+#     -d .whl_serve fastapi uvicorn limits prometheus-client httpx rich  (then drop what .whl already holds)
 # Usage (device, repo root): TACHYON_GIT_SHA=<sha> [STEPS=...] bash benchmarks/gpu/bench_scripts/s60c.sh
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $OUT/gpu.txt
 if grep -q H200 $OUT/gpu.txt; then
