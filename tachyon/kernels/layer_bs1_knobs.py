@@ -24,9 +24,10 @@ def _choice(name: str, choices: tuple[str, ...], default: str) -> str:
 
 # The default form by GPU name (Qwen3-0.6B bs1, `bench offline`, medians of 5 runs): on H100s "phases" beat "off" by
 # 8.4-9.0% (stop 56, benchmarks/results/session46/); on an H200 (GPU-02c7ca18, stop 60, session49/h200/) it lost by
-# 1.1-1.5%: 1,496.5 / 1,494.6 against 1,512.9 / 1,516.7 tok/s ("fused" 1,081.1, "model" 906.0). A GPU whose name
-# matches none of these was never measured and keeps the ten-kernel path.
-LAYER_BS1_DEFAULT_BY_GPU = (("H100", "phases"),)
+# 1.1-1.5%: 1,496.5 / 1,494.6 against 1,512.9 / 1,516.7 tok/s ("fused" 1,081.1, "model" 906.0). The H100s measured
+# were SXM boards ("NVIDIA H100 80GB HBM3"); a GPU whose name matches none of these (H100 PCIe and NVL included) was
+# never measured and keeps the ten-kernel path.
+LAYER_BS1_DEFAULT_BY_GPU = (("H100 80GB HBM3", "phases"),)
 _GPU_NAMES: dict[int, str] = {}
 
 
@@ -48,8 +49,7 @@ def layer_bs1_mode(device: torch.device) -> str:
     (one launch per layer, grid barriers: 19% slower than "phases" on an H100) or "model" (every layer in one launch,
     model_bs1.py: 20-33% slower there; a layer run on its own then takes "fused"). Shapes that do not fit
     (layer_bs1_fits) take "off" whatever is asked. Read per forward."""
-    env = os.environ.get("TACHYON_LAYER_BS1", "")
-    return _choice("TACHYON_LAYER_BS1", ("off", "fused", "phases", "model"), env or default_layer_bs1_mode(device))
+    return _choice("TACHYON_LAYER_BS1", ("off", "fused", "phases", "model"), default_layer_bs1_mode(device))
 
 
 def layer_bs1_warps() -> int:
