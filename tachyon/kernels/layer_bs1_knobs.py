@@ -28,7 +28,6 @@ def _choice(name: str, choices: tuple[str, ...], default: str) -> str:
 # were SXM boards ("NVIDIA H100 80GB HBM3"); a GPU whose name matches none of these (H100 PCIe and NVL included) was
 # never measured and keeps the ten-kernel path.
 LAYER_BS1_DEFAULT_BY_GPU = (("H100 80GB HBM3", "phases"),)
-_GPU_NAMES: dict[int, str] = {}
 
 
 def default_layer_bs1_mode(device: torch.device) -> str:
@@ -37,10 +36,8 @@ def default_layer_bs1_mode(device: torch.device) -> str:
     where the tests drive it)."""
     if device.type != "cuda":
         return "phases"
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _GPU_NAMES:
-        _GPU_NAMES[idx] = torch.cuda.get_device_name(idx)
-    return next((mode for key, mode in LAYER_BS1_DEFAULT_BY_GPU if key in _GPU_NAMES[idx]), "off")
+    name = torch.cuda.get_device_name(device)  # torch keeps each device's properties after the first query
+    return next((mode for key, mode in LAYER_BS1_DEFAULT_BY_GPU if key in name), "off")
 
 
 def layer_bs1_mode(device: torch.device) -> str:
