@@ -9,9 +9,11 @@ blocks go back to the pool and it returns to the head of the waiting queue. No r
 admitted in a step that preempted, so a preempted request is not immediately displaced again. With prefix caching,
 a waiting request whose next uncached prompt block a running request is computing waits (later requests may pass
 it) until that block is cached, then shares it: a burst of requests with one system prompt computes it once.
-With `long_prefill_token_threshold` T > 0, while requests wait behind it (and the running set has room for them), a
-prompt computes at most T tokens a step (running and newly admitted alike), and the rest of the budget goes to the
-prompts behind it: one long prompt no longer holds up the first token of every short one that arrives after it.
+With `long_prefill_token_threshold` T > 0, while a shorter prompt waits behind it (fewer prompt tokens left than it
+has; and the running set has room), a prompt computes at most T tokens a step (running and newly admitted alike),
+and the rest of the budget goes to the prompts behind it: one long prompt no longer holds up the first token of
+every short one that arrives after it, and a prompt is not slowed for one at least as long as itself, which would
+only trade one first token for another (shortest-remaining-first: LONG_PREFILL_SHORTER).
 
 Policies:
   fcfs  admit in arrival order (first come, first served; the default).
@@ -72,6 +74,11 @@ FLAT_DEADLINE = True
 # prefill steps instead of one small eager step per request: on the H200's host an eager step of a few hundred
 # tokens costs ~20-46 ms of kernel launches (Qwen2.5-7B) against ~7 ms for a graphed decode step
 LPT_DUE_SOON = 0.9
+# the long-prefill cap binds only while a shorter prompt waits (False: while any request waits, stop 60's rule). On
+# Poisson arrivals of 205-3,891-token prompts the any-waiter rule moved TTFT from long prompts to short ones and
+# left the mean level (H100, stop 61); replayed through this scheduler, the shorter-waiter rule keeps its gain for
+# short prompts and most of the long ones' TTFT (benchmarks/long_prefill_sim.py)
+LONG_PREFILL_SHORTER = True
 
 
 def lpt_due_soon() -> float:
@@ -104,6 +111,14 @@ def flat_row_quantum() -> int:
     if value < 1:
         raise ValueError(f"TACHYON_FLAT_QUANTUM must be >= 1, got {value}")
     return value
+
+
+def long_prefill_shorter() -> bool:
+    """LONG_PREFILL_SHORTER, or TACHYON_LONG_PREFILL_RULE=shorter/any (an A/B knob, read when a scheduler is made)."""
+    env = os.environ.get("TACHYON_LONG_PREFILL_RULE", "")
+    if env not in ("", "shorter", "any"):
+        raise ValueError(f"TACHYON_LONG_PREFILL_RULE must be 'shorter' or 'any', got {env!r}")
+    return env == "shorter" if env else LONG_PREFILL_SHORTER
 
 
 def remaining_output(req: Request) -> int:
@@ -152,6 +167,8 @@ class Scheduler:
         self.enable_chunked_prefill = enable_chunked_prefill
         # while requests wait, a prompt's chunk per step is at most this (0: off; needs chunked prefill)
         self.long_prefill_cap = long_prefill_token_threshold if enable_chunked_prefill else 0
+        self.long_prefill_shorter = long_prefill_shorter()
+        self._suffix_min: list[float] | None = None  # _shorter_waiting's, per step
         self.watermark_blocks = int(watermark * kv.pool.num_blocks)
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -174,6 +191,7 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
+        self._suffix_min = None  # _shorter_waiting's, made when a prompt could be capped this step
         budget, max_chunks = self.max_num_batched_tokens, None
         if self.policy == "flat":
             budget, decodes = self._flat_budget()
@@ -187,8 +205,11 @@ class Scheduler:
             if req.awaits_last_token:
                 i += 1
                 continue
-            n = self._chunk(min(req.num_tokens - req.num_computed_tokens, budget),
-                            bool(self.waiting) and len(self.running) < self.max_num_seqs)
+            left = req.num_tokens - req.num_computed_tokens
+            n = min(left, budget)
+            if n > self.long_prefill_cap > 0 and self.waiting and len(self.running) < self.max_num_seqs:
+                if self._shorter_waiting(0) < left:
+                    n = self.long_prefill_cap
             while not self.kv.allocate_slots(req, n):
                 victim = self.running.pop()
                 self._preempt(victim)
@@ -207,6 +228,7 @@ class Scheduler:
         due = False  # lpt: a due request was admitted this step; those due soon join it
         if self.policy == "flat" and self.waiting and not self._waiting_sorted:
             self._sort_waiting()
+        self._suffix_min = None  # the queue may have been sorted since the running prompts looked
         inflight = None  # hashes of prompt blocks in flight (kv_cache.py), made when a request that shares asks
         j = 0  # the waiting request considered: those before it wait for a prefix in flight
         while j < len(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs:
@@ -227,7 +249,9 @@ class Scheduler:
                     self.num_prefix_waits += 1
                     continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
-            n = self._chunk(min(remaining, budget), len(self.waiting) > j + 1)
+            n = min(remaining, budget)
+            if n > self.long_prefill_cap > 0 and self._shorter_waiting(j + 1) < remaining:
+                n = self.long_prefill_cap
             if n < remaining and not self.enable_chunked_prefill:
                 break
             need, free = self.kv.admission_blocks(req, hits, n)
@@ -236,6 +260,8 @@ class Scheduler:
             if need > free:
                 break
             del self.waiting[j]
+            if self._suffix_min is not None:
+                del self._suffix_min[j]  # the later requests' minima stand
             if self._ordered:
                 self._track_waiting(req, -1)
             self.kv.share_prefix(req, hits)
@@ -251,9 +277,20 @@ class Scheduler:
             budget -= n
         return out
 
-    def _chunk(self, n: int, others_wait: bool) -> int:
-        """A request's `n` tokens this step, capped at long_prefill_token_threshold while `others_wait` behind it."""
-        return min(n, self.long_prefill_cap) if self.long_prefill_cap and others_wait else n
+    def _shorter_waiting(self, j: int) -> float:
+        """The fewest prompt tokens left among waiting requests from index `j` on (inf: none; 0 under the
+        any-waiter rule while one waits). Suffix minima made on the step's first call (one pass over the queue),
+        kept aligned as admissions delete from the queue: deleting an earlier request leaves a later one's minimum."""
+        if not self.long_prefill_shorter:
+            return 0 if j < len(self.waiting) else float("inf")
+        if self._suffix_min is None:
+            mins, low = [], float("inf")
+            for r in reversed(self.waiting):
+                low = min(low, r.num_tokens - r.num_computed_tokens)
+                mins.append(low)
+            mins.reverse()
+            self._suffix_min = mins
+        return self._suffix_min[j] if j < len(self._suffix_min) else float("inf")
 
     def _inflight_blocks(self) -> set[int]:
         """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""

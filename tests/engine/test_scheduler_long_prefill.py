@@ -122,3 +122,42 @@ def test_serve_flags_leave_the_default_to_the_engine():
 def _engine_fields(entry) -> dict:
     keys = ("long_prefill_token_threshold", "max_num_batched_tokens")
     return {k: v for k, v in entry.engine_args.items() if k in keys}
+
+
+def _chunks(lens: list[int], threshold: int, running: int | None = None) -> dict[str, int]:
+    """Prompt tokens each request gets in one step under a 2,048-token budget; `running`: a prompt of that many
+    tokens already admitted (and one step in) before `lens` arrive."""
+    from tachyon.engine.scheduler import Scheduler
+
+    s = Scheduler(KVCacheManager(BlockPool(4096, 16)), max_num_seqs=64, max_num_batched_tokens=2048,
+                  long_prefill_token_threshold=threshold)
+    if running is not None:
+        s.add(_req("run", 4, prompt_len=running))
+        _decode(s, s.schedule())
+    for k, n in enumerate(lens):
+        s.add(_req(f"w{k}", 4, prompt_len=n))
+    out = s.schedule()
+    return dict(zip((r.request_id for r in out.requests), out.num_new_tokens))
+
+
+def test_cap_binds_only_while_a_shorter_prompt_waits():
+    """A prompt is capped for a shorter one behind it, not for one as long or longer (that would trade one first
+    token for another); the queue's minima stay right as admissions take requests out of it."""
+    # two long prompts together: the first takes the budget (the second is no shorter)
+    assert _chunks([3000, 3000], 512) == {"w0": 2048}
+    assert _chunks([3000, 4000], 512) == {"w0": 2048}
+    # a shorter one behind: the first is capped, the short one admitted whole, the last takes what is left
+    assert _chunks([3000, 100, 3000], 512) == {"w0": 512, "w1": 100, "w2": 1436}
+    # a running prompt's rest (4,000 - 2,048 = 1,952 tokens): capped for a 1,000-token prompt, not for a 2,000 one
+    assert _chunks([1000], 512, running=4000) == {"run": 512, "w0": 1000}
+    assert _chunks([2000], 512, running=4000) == {"run": 1952, "w0": 96}
+
+
+def test_any_waiter_rule_is_the_knob(monkeypatch):
+    """TACHYON_LONG_PREFILL_RULE=any caps while any request waits (stop 60's rule); a bad value names the knob."""
+    monkeypatch.setenv("TACHYON_LONG_PREFILL_RULE", "any")
+    assert _chunks([3000, 3000], 512) == {"w0": 512, "w1": 1536}
+    assert _chunks([2000], 512, running=4000) == {"run": 512, "w0": 1536}
+    monkeypatch.setenv("TACHYON_LONG_PREFILL_RULE", "shortest")
+    with pytest.raises(ValueError, match="TACHYON_LONG_PREFILL_RULE"):
+        _chunks([10], 512)
