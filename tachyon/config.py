@@ -72,13 +72,15 @@ class EngineConfig:
     # in another batch shape, so greedy output can then depend on what ran before (docs/performance.md, "Prefix
     # caching, measured at stop 52": the H200 showed it).
     enable_prefix_caching: bool = False
-    # > 0: while requests wait to be admitted, a prompt computes at most this many tokens a step (engine/scheduler.py),
-    # so one long prompt does not hold up the first token of the short ones behind it. 0: off. None (the default):
-    # resolved_long_prefill_threshold's quarter of the step budget (512 at the server's 2,048); the offline LLM takes
-    # 0 when it is left out (engine/llm.py), as its requests arrive together. H100, Qwen2.5-7B, nano256 arriving at 4
-    # a second with every 8th prompt 8,192 tokens (benchmarks/results/session49/): 512 against 0 cut the short
-    # prompts' p90 TTFT from 168 / 166 to 100 / 65 ms, cost the long ones 13% (mean 339 -> 385 ms), kept TPOT and
-    # throughput level; all 256 nano256 requests at once: throughput level (13,143 against 13,106 tok/s).
+    # > 0: while a shorter prompt waits to be admitted, a prompt computes at most this many tokens a step
+    # (engine/scheduler.py), so one long prompt does not hold up the first token of the short ones behind it. 0: off.
+    # None (the default): resolved_long_prefill_threshold's quarter of the step budget (512 at the server's 2,048); the
+    # offline LLM takes 0 when it is left out (engine/llm.py), as its requests arrive together. H100, Qwen2.5-7B:
+    # nano256 arriving at 4 a second with every 8th prompt 8,192 tokens (benchmarks/results/session49/), 512 against 0
+    # cut the short prompts' p90 TTFT from 168 / 166 to 100 / 65 ms, cost the long ones 13% (mean 339 -> 385 ms), kept
+    # TPOT and throughput level; all 256 nano256 requests at once: throughput level (13,143 against 13,106 tok/s).
+    # Through HTTP, prompts of 205-3,891 tokens at 4 a second (session50/): TTFT mean / p90 / p99 78.2 / 121.5 /
+    # 181.4 ms against 81.1 / 120.0 / 189.4 with 0 (stop 60's any-waiter rule: 82.1 / 136.4 / 210.3).
     long_prefill_token_threshold: int | None = None
 
     def __post_init__(self) -> None:

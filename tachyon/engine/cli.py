@@ -53,7 +53,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="share the KV of leading full blocks that earlier requests computed instead of recomputing it "
                         "(off by default: greedy output may then depend on earlier requests)")
     p.add_argument("--long-prefill-token-threshold", type=int, default=0,
-                   help="while requests wait, a prompt computes at most this many tokens a step (0: off)")
+                   help="while a shorter prompt waits, a prompt computes at most this many tokens a step (0: off)")
     p.add_argument("--overlap-scheduling", default="auto", choices=sorted(OVERLAP_CHOICES), help=OVERLAP_HELP)
     p.add_argument("--seed", type=int, default=0)
 

@@ -165,7 +165,7 @@ class Scheduler:
         self.max_num_seqs = min(max_num_seqs, max_num_batched_tokens)
         self.max_num_batched_tokens = max_num_batched_tokens
         self.enable_chunked_prefill = enable_chunked_prefill
-        # while requests wait, a prompt's chunk per step is at most this (0: off; needs chunked prefill)
+        # while a shorter prompt waits, a prompt's chunk per step is at most this (0: off; needs chunked prefill)
         self.long_prefill_cap = long_prefill_token_threshold if enable_chunked_prefill else 0
         self.long_prefill_shorter = long_prefill_shorter()
         self._suffix_min: list[float] | None = None  # _shorter_waiting's, per step

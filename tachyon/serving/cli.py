@@ -57,8 +57,8 @@ def register(subparsers: Any) -> None:
     m.add_argument("--block-size", type=int, default=None)
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--long-prefill-token-threshold", type=int, default=None,
-                   help="while requests wait, a prompt computes at most this many tokens a step, so a long prompt "
-                        "does not hold up short ones' first token (0: off; default a quarter of "
+                   help="while a shorter prompt waits, a prompt computes at most this many tokens a step, so a "
+                        "long prompt does not hold up short ones' first token (0: off; default a quarter of "
                         "--max-num-batched-tokens, 512 at its default)")
     m.add_argument("--enforce-eager", action="store_true", default=None)
     m.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=None,
