@@ -79,8 +79,9 @@ class EngineConfig:
     # nano256 arriving at 4 a second with every 8th prompt 8,192 tokens (benchmarks/results/session49/), 512 against 0
     # cut the short prompts' p90 TTFT from 168 / 166 to 100 / 65 ms, cost the long ones 13% (mean 339 -> 385 ms), kept
     # TPOT and throughput level; all 256 nano256 requests at once: throughput level (13,143 against 13,106 tok/s).
-    # Through HTTP, prompts of 205-3,891 tokens at 4 a second (session50/): TTFT mean / p90 / p99 78.2 / 121.5 /
-    # 181.4 ms against 81.1 / 120.0 / 189.4 with 0 (stop 60's any-waiter rule: 82.1 / 136.4 / 210.3).
+    # Through HTTP, prompts of 205-3,891 tokens at 4 a second (session50/), two runs: TTFT mean / p90 / p99 78.2 /
+    # 121.5 / 181.4 and 81.6 / 123.7 / 238.1 ms, against 81.1 / 120.0 / 189.4 and 74.9 / 111.1 / 177.7 with 0 (stop
+    # 60's any-waiter rule: 82.1 / 136.4 / 210.3 and 81.9 / 137.5 / 231.6): on such a mix the cap is no gain.
     long_prefill_token_threshold: int | None = None
 
     def __post_init__(self) -> None:
