@@ -13,7 +13,6 @@ Usage: python3 benchmarks/long_prefill_sim.py [--rate 4] [--num 160] [--seeds 3]
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -36,9 +35,9 @@ def step_ms(out: SchedulerOutput) -> float:
 
 def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budget: int = 2048) -> list[float]:
     """TTFT (ms) of each (arrival s, prompt tokens, output tokens) request, in trace order."""
-    os.environ["TACHYON_LONG_PREFILL_RULE"] = rule
     s = Scheduler(KVCacheManager(BlockPool(100_000, 16)), max_num_seqs=256, max_num_batched_tokens=budget,
                   long_prefill_token_threshold=threshold)
+    s.long_prefill_shorter = rule == "shorter"  # what TACHYON_LONG_PREFILL_RULE sets, without touching the env
     reqs = [Request(str(i), [3] * p, SamplingParams(max_tokens=o, ignore_eos=True), eos_token_ids=[],
                     max_model_len=65_536, sample_seed=0) for i, (_, p, o) in enumerate(trace)]
     order = sorted(range(len(trace)), key=lambda i: trace[i][0])

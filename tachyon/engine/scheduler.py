@@ -52,6 +52,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 
 from tachyon.engine.kv_cache import KVCacheManager
 from tachyon.engine.request import Request, RequestStatus
@@ -169,7 +170,6 @@ class Scheduler:
         # while a shorter prompt waits, a prompt's chunk per step is at most this (0: off; needs chunked prefill)
         self.long_prefill_cap = long_prefill_token_threshold if enable_chunked_prefill else 0
         self.long_prefill_shorter = long_prefill_shorter()
-        self._suffix_min: list[float] | None = None  # _shorter_waiting's, per step
         self.watermark_blocks = int(watermark * kv.pool.num_blocks)
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -192,7 +192,6 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
-        self._suffix_min = None  # _shorter_waiting's, made when a prompt could be capped this step
         budget, max_chunks = self.max_num_batched_tokens, None
         if self.policy == "flat":
             budget, decodes = self._flat_budget()
@@ -229,7 +228,6 @@ class Scheduler:
         due = False  # lpt: a due request was admitted this step; those due soon join it
         if self.policy == "flat" and self.waiting and not self._waiting_sorted:
             self._sort_waiting()
-        self._suffix_min = None  # the queue may have been sorted since the running prompts looked
         inflight = None  # hashes of prompt blocks in flight (kv_cache.py), made when a request that shares asks
         j = 0  # the waiting request considered: those before it wait for a prefix in flight
         while j < len(self.waiting) and budget > 0 and len(self.running) < self.max_num_seqs:
@@ -261,8 +259,6 @@ class Scheduler:
             if need > free:
                 break
             del self.waiting[j]
-            if self._suffix_min is not None:
-                del self._suffix_min[j]  # the later requests' minima stand
             if self._ordered:
                 self._track_waiting(req, -1)
             self.kv.share_prefix(req, hits)
@@ -279,19 +275,12 @@ class Scheduler:
         return out
 
     def _shorter_waiting(self, j: int) -> float:
-        """The fewest prompt tokens left among waiting requests from index `j` on (inf: none; 0 under the
-        any-waiter rule while one waits). Suffix minima made on the step's first call (one pass over the queue),
-        kept aligned as admissions delete from the queue: deleting an earlier request leaves a later one's minimum."""
+        """The fewest prompt tokens left among the waiting requests from index `j` on (inf: none; 0 under the
+        any-waiter rule while one waits). One scan of the queue; a step calls it at most budget / cap + 2 times, as
+        each call is for a prompt that then takes at least `long_prefill_cap` tokens of the step's budget."""
         if not self.long_prefill_shorter:
             return 0 if j < len(self.waiting) else float("inf")
-        if self._suffix_min is None:
-            mins, low = [], float("inf")
-            for r in reversed(self.waiting):
-                low = min(low, r.num_tokens - r.num_computed_tokens)
-                mins.append(low)
-            mins.reverse()
-            self._suffix_min = mins
-        return self._suffix_min[j] if j < len(self._suffix_min) else float("inf")
+        return min((r.num_tokens - r.num_computed_tokens for r in islice(self.waiting, j, None)), default=float("inf"))
 
     def _inflight_blocks(self) -> set[int]:
         """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""
