@@ -1,11 +1,11 @@
 # Stop 62. On an H200: #3's acceptance steps (STEPS, default nano_7; acceptance.sh). On any other card: the server's
-# long-prefill cap through HTTP on the load it is for (stop 60 measured it on the engine alone): the first 128
-# nano256 requests (outputs capped at 256 tokens), every 8th prompt its own tokens repeated to 8,192 (a long document
-# among chat turns), Poisson arrivals at 4 a second; `tachyon serve` on the Qwen2.5-7B dummy shape with the default cap
+# long-prefill cap through HTTP on the load it is for (stop 60 measured it on the engine alone): the first NUM (128)
+# nano256 requests (outputs capped at OUT_CAP, 256, tokens), every 8th prompt its own tokens repeated to 8,192 (a long
+# document among chat turns), Poisson arrivals at RATE (4) a second; `tachyon serve` on the Qwen2.5-7B dummy shape with the default cap
 # (512, shorter-waiter rule), then with the cap off, each its own server, one run each; TTFT split into the short and
 # the long prompts (ttft_split.txt). ~4 min. Results packed in serve.tgz.
 # Needs .tok and .whl_serve carried with .whl (s60c.sh's header says how they are made).
-# Usage (device, repo root): TACHYON_GIT_SHA=<sha> [STEPS=...] bash benchmarks/gpu/bench_scripts/s62b.sh
+# Usage (device, repo root): TACHYON_GIT_SHA=<sha> [STEPS=...] [NUM=.. OUT_CAP=.. RATE=..] bash benchmarks/gpu/bench_scripts/s62b.sh
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $OUT/gpu.txt
 if grep -q H200 $OUT/gpu.txt; then
   bash benchmarks/gpu/bench_scripts/acceptance.sh ${STEPS:-nano_7}
@@ -13,17 +13,18 @@ if grep -q H200 $OUT/gpu.txt; then
 fi
 source benchmarks/gpu/bench_scripts/env.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl_serve/*.whl || exit 1
+export NUM OUT_CAP
 mkdir -p /tmp/res/serve  # packed into $OUT/serve.tgz: a call returns at most 8 files
 python3 - <<'PY'
-import json
+import json, os
 from tachyon.bench.workloads import load_workload
 w = load_workload("nano256")
 reqs = []
-for j, r in enumerate(w.requests[:128]):
+for j, r in enumerate(w.requests[:int(os.environ.get("NUM", "128"))]):
     ids = list(r.prompt_token_ids)
     if j % 8 == 7:
         ids = (ids * (8192 // len(ids) + 1))[:8192]
-    reqs.append({"prompt_token_ids": ids, "max_tokens": min(r.max_tokens, 256)})
+    reqs.append({"prompt_token_ids": ids, "max_tokens": min(r.max_tokens, int(os.environ.get("OUT_CAP", "256")))})
 json.dump({"name": "nano128_long8", "requests": reqs}, open("/tmp/long8.json", "w"))
 PY
 for tag in shorter lp0; do
@@ -34,7 +35,7 @@ for tag in shorter lp0; do
   SPID=$!
   wait_healthy
   timeout 200 $B bench serve --base-url http://127.0.0.1:8000 --model qwen2.5-7b-dummy --dataset workload \
-    --dataset-path /tmp/long8.json --vocab-size 49152 --process poisson --rate 4 --exact-chunk-tokens \
+    --dataset-path /tmp/long8.json --vocab-size 49152 --num-prompts ${NUM:-128} --process poisson --rate ${RATE:-4} --exact-chunk-tokens \
     --output /tmp/res/serve/serve_$tag.json --no-progress 2>&1 | tail -4 | tee /tmp/res/serve/serve_$tag.txt
   kill $SPID; wait $SPID 2>/dev/null
   grep -v tachyon.serving.access /tmp/res/server_$tag.log | grep -i "error\|traceback" | tail -4
