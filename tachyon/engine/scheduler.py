@@ -208,7 +208,7 @@ class Scheduler:
             left = req.num_tokens - req.num_computed_tokens
             n = min(left, budget)
             if n > self.long_prefill_cap > 0 and self.waiting and len(self.running) < self.max_num_seqs:
-                if self._shorter_waiting(0) < left:
+                if self._shorter_waits(0, left):
                     n = self.long_prefill_cap
             while not self.kv.allocate_slots(req, n):
                 victim = self.running.pop()
@@ -249,7 +249,7 @@ class Scheduler:
                     continue
             remaining = req.num_tokens - req.num_computed_tokens - len(hits) * self.kv.block_size
             n = min(remaining, budget)
-            if n > self.long_prefill_cap > 0 and self._shorter_waiting(j + 1) < remaining:
+            if n > self.long_prefill_cap > 0 and self._shorter_waits(j + 1, remaining):
                 n = self.long_prefill_cap
             if n < remaining and not self.enable_chunked_prefill:
                 break
@@ -274,13 +274,13 @@ class Scheduler:
             budget -= n
         return out
 
-    def _shorter_waiting(self, j: int) -> float:
-        """The fewest prompt tokens left among the waiting requests from index `j` on (inf: none; 0 under the
-        any-waiter rule while one waits). One scan of the queue; a step calls it at most budget / cap + 2 times, as
-        each call is for a prompt that then takes at least `long_prefill_cap` tokens of the step's budget."""
+    def _shorter_waits(self, j: int, left: int) -> bool:
+        """Whether a waiting request from index `j` on has fewer than `left` prompt tokens to compute (any waiting
+        request under the any-waiter rule). Stops at the first such request; a step calls it at most budget / cap + 2
+        times, as each call is for a prompt that then takes at least `long_prefill_cap` tokens of the step's budget."""
         if not self.long_prefill_shorter:
-            return 0 if j < len(self.waiting) else float("inf")
-        return min((r.num_tokens - r.num_computed_tokens for r in islice(self.waiting, j, None)), default=float("inf"))
+            return j < len(self.waiting)
+        return any(r.num_tokens - r.num_computed_tokens < left for r in islice(self.waiting, j, None))
 
     def _inflight_blocks(self) -> set[int]:
         """Hashes of the prompt blocks running requests have still to compute (kv.inflight_blocks)."""
