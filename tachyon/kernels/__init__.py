@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from tachyon.kernels._triton import HAS_TRITON
+from tachyon.kernels._triton import HAS_TRITON, use_triton
 from tachyon.kernels.activation import (
     silu_and_mul_quant_ref,
     silu_and_mul_quant_triton,
@@ -44,6 +44,19 @@ from tachyon.kernels.layer_bs1 import (
     layer_bs1_fits,
 )
 from tachyon.kernels.layer_bs1_knobs import layer_bs1_mode
+from tachyon.kernels.linear_dispatch import (
+    fp8_gemm_small,
+    fp8_gemv,
+    fp8_linear,
+    gemm_small,
+    gemv,
+    gemv_glu,
+    quantize_rows,
+    rmsnorm_gemv,
+    rmsnorm_quant,
+    silu_and_mul_quant,
+    silu_gemv,
+)
 from tachyon.kernels.model_bs1 import decoder_model_bs1_ref, decoder_model_bs1_triton
 from tachyon.kernels.penalties import apply_penalties_ref, apply_penalties_triton
 from tachyon.kernels.prefetch import l2_prefetch_ref, l2_prefetch_triton
@@ -62,11 +75,6 @@ from tachyon.kernels.rotary import rope_cos_sin_cache, rotary_ref, rotary_triton
 from tachyon.kernels.sampling import sample_ref, sample_triton
 from tachyon.kernels.split_kv import decode_kv_splits
 from tachyon.kernels.store_kv import store_kv_ref, store_kv_triton
-
-
-def use_triton(t: torch.Tensor) -> bool:
-    """True when `t` lives on a CUDA device, Triton is importable and the reference is not forced."""
-    return t.is_cuda and HAS_TRITON and os.environ.get("TACHYON_FORCE_REF", "0") != "1"
 
 
 def store_kv(
@@ -234,84 +242,6 @@ def _qkv_post_separate(qkv, positions, cos_sin_cache, kv_cache, slot_mapping, q_
     q, k = rotary(q, k, positions, cos_sin_cache)
     store_kv(k, v.reshape(t, num_kv_heads, head_dim), kv_cache, slot_mapping)
     return q
-
-
-def gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-         config: tuple[int, int, int, int] | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """x [1, K] @ w^T (+ bias) in out_dtype (default x's): the Triton GEMV when `config` was picked for this
-    weight (its fp32 accumulator rounded once, to out_dtype), else cuBLAS (in x's dtype, then converted)."""
-    if config is not None and use_triton(x):
-        return gemv_triton(x, w, bias, config, out_dtype=out_dtype)
-    y = gemv_ref(x, w, bias)
-    return y if out_dtype is None else y.to(out_dtype)
-
-
-def gemm_small(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-               config: tuple[int, int, int, int, int, int] | None,
-               out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """x [M <= 16, K] @ w^T (+ bias) in out_dtype (default x's): the Triton skinny GEMM when `config` was
-    picked (rounded once, to out_dtype), else cuBLAS (in x's dtype, then converted)."""
-    if config is not None and use_triton(x):
-        return gemm_small_triton(x, w, bias, config, out_dtype=out_dtype)
-    y = gemv_ref(x, w, bias)
-    return y if out_dtype is None else y.to(out_dtype)
-
-
-def rmsnorm_gemv(x: torch.Tensor, residual: torch.Tensor | None, norm_w: torch.Tensor, eps: float, w: torch.Tensor,
-                 bias: torch.Tensor | None, config: tuple[int, int, int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Batch 1: (linear(rmsnorm(x + residual)), x + residual) in one Triton kernel on CUDA."""
-    fn = rmsnorm_gemv_triton if use_triton(x) else rmsnorm_gemv_ref
-    return fn(x, residual, norm_w, eps, w, bias, config)
-
-
-def silu_gemv(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-              config: tuple[int, int, int, int]) -> torch.Tensor:
-    """Batch 1: linear(silu(gate) * up) of a gate|up row in one Triton kernel on CUDA."""
-    return (silu_gemv_triton if use_triton(x) else silu_gemv_ref)(x, w, bias, config)
-
-
-def gemv_glu(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None,
-             config: tuple[int, int, int, int]) -> torch.Tensor:
-    """Batch 1: silu_and_mul(linear(x, w, bias)) of a stacked gate|up weight in one Triton kernel on CUDA."""
-    return (gemv_glu_triton if use_triton(x) else gemv_glu_ref)(x, w, bias, config)
-
-
-def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x [M, K] -> (float8_e4m3fn [M, K], fp32 per-row scale [M, 1]); quant_fp8.py."""
-    return (quantize_rows_triton if use_triton(x) else quantize_rows_ref)(x)
-
-
-def rmsnorm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
-                  ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """((FP8 rows, fp32 scale [M, 1]), x + residual): rmsnorm then quantize_rows in one kernel (rmsnorm.py)."""
-    return (rmsnorm_quant_triton if use_triton(x) else rmsnorm_quant_ref)(x, weight, eps, residual)
-
-
-def silu_and_mul_quant(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(FP8 rows, fp32 scale [M, 1]) of silu_and_mul(x), quantized in the same kernel (activation.py)."""
-    return (silu_and_mul_quant_triton if use_triton(x) else silu_and_mul_quant_ref)(x)
-
-
-def fp8_linear(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-               out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """W8A8 x @ (w_q * w_scale)^T + bias with x quantized per row, or given as its (q, scale) (quant_fp8.py)."""
-    return (fp8_linear_cuda if use_triton(w_q) else fp8_linear_ref)(x, w_q, w_scale, bias, out_dtype)
-
-
-def fp8_gemv(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-             config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Batch-1 W8A8 GEMV (quant_fp8.py): x [1, K] -> [1, N]; the reference is fp8_linear_ref."""
-    if use_triton(w_q):
-        return fp8_gemv_triton(x, w_q, w_scale, bias, config, out_dtype)
-    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
-
-
-def fp8_gemm_small(x: torch.Tensor | QuantizedRows, w_q: torch.Tensor, w_scale: torch.Tensor, bias: torch.Tensor | None,
-                   config: tuple | None, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-    """2..16-row W8A8 skinny GEMM (quant_fp8.py); the reference is fp8_linear_ref."""
-    if use_triton(w_q):
-        return fp8_gemm_small_triton(x, w_q, w_scale, bias, config, out_dtype)
-    return fp8_linear_ref(x, w_q, w_scale, bias, out_dtype)
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:

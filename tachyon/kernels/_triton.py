@@ -36,6 +36,11 @@ except ImportError:  # pragma: no cover - older triton: kernels launch without P
     gdc_launch_dependents = gdc_wait = None
 
 
+def use_triton(t: torch.Tensor) -> bool:
+    """True when `t` lives on a CUDA device, Triton is importable and the reference is not forced."""
+    return t.is_cuda and HAS_TRITON and os.environ.get("TACHYON_FORCE_REF", "0") != "1"
+
+
 def next_pow2(n: int) -> int:
     """Smallest power of two >= n (and >= 1)."""
     return 1 << max(0, int(n) - 1).bit_length()
