@@ -1,7 +1,9 @@
 """Requests arriving while others decode (a serving-like load on the engine itself, no HTTP): the first N nano256
 requests arrive as a Poisson process at --rate per second and are added to the engine as their time comes, the
-engine stepping in between at the server's default budget (2,048 tokens a step), so new prompts land in mixed
-steps beside running decodes. Records per-request TTFT and TPOT, output tok/s, and the engine's step counts by kind
+engine stepping in between at the server's defaults (2,048 tokens a step, fcfs admission), so new prompts land in
+mixed steps beside running decodes. (Before stop 63 the policy was left to `LLM`'s CUDA default, flat: stop 60's
+runs, session49/s60a, were under flat; the JSON now records the policy the engine ran.)
+Records per-request TTFT and TPOT, output tok/s, and the engine's step counts by kind
 (mixed graphs launched or run); run once per engine setting (e.g. --engine-arg mixed_graph_max_tokens=0) in its
 own process and compare. With --long-every K, every K-th request's prompt is its own tokens repeated to --long-len
 tokens (a long document among chat turns; TTFT is then reported for the short and the long requests apart), the
@@ -61,7 +63,8 @@ def main() -> None:
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    engine_args = dict(max_model_len=4096, max_num_batched_tokens=2048) | dict(args.engine_arg)
+    engine_args = dict(max_model_len=4096, max_num_batched_tokens=2048, scheduling_policy="fcfs")
+    engine_args |= dict(args.engine_arg)
     llm = LLM(args.shape, load_format="dummy", **engine_args)
     eng, runner = llm.engine, llm.engine.runner
     reqs = load_workload("nano256")[: args.num]
@@ -110,7 +113,8 @@ def main() -> None:
     wall = time.perf_counter() - t0
     rows = list(done.values())
     tokens = sum(r["tokens"] for r in rows)
-    result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args, wall_s=wall,
+    result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args,
+                  policy=eng.config.scheduling_policy, wall_s=wall,
                   output_tok_s=tokens / wall, startup=eng.startup,
                   ttft_mean_ms=1e3 * statistics.mean(r["ttft"] for r in rows),
                   ttft_p90_ms=1e3 * statistics.quantiles([r["ttft"] for r in rows], n=10)[-1],
