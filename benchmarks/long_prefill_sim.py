@@ -6,8 +6,11 @@ bytes (57,344 a context token) at 3.35 TB/s. It puts the uniform load of `sessio
 TTFT also carries the server's own costs) within 20-30% of the measured TTFTs and reproduces its direction (the
 any-waiter rule trades long prompts' TTFT for short ones'); its absolute times are not a prediction.
 
+With --nano256 the trace is the first --num nano256 requests (their prompt and output lengths; seed 0's arrivals are
+arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
+
 Usage: python3 benchmarks/long_prefill_sim.py [--rate 4] [--num 160] [--seeds 3] [--lens 205,3891] [--output 128]
-           [--long-every K --long-len N] [--threshold 512]
+           [--long-every K --long-len N] [--threshold 512] [--nano256] [--policy fcfs|flat]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tachyon import SamplingParams  # noqa: E402
+from tachyon.bench.workloads import load_workload  # noqa: E402
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager  # noqa: E402
 from tachyon.engine.request import Request, RequestStatus  # noqa: E402
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput  # noqa: E402
@@ -33,10 +37,11 @@ def step_ms(out: SchedulerOutput) -> float:
     return 1.0 + max(4.6, 0.0235 * out.total_tokens) + ctx * KV_BYTES_PER_TOKEN / 3.35e12 * 1e3
 
 
-def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budget: int = 2048) -> list[float]:
+def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budget: int = 2048,
+           policy: str = "fcfs") -> list[float]:
     """TTFT (ms) of each (arrival s, prompt tokens, output tokens) request, in trace order."""
     s = Scheduler(KVCacheManager(BlockPool(100_000, 16)), max_num_seqs=256, max_num_batched_tokens=budget,
-                  long_prefill_token_threshold=threshold)
+                  long_prefill_token_threshold=threshold, policy=policy)
     s.long_prefill_shorter = rule == "shorter"  # what TACHYON_LONG_PREFILL_RULE sets, without touching the env
     reqs = [Request(str(i), [3] * p, SamplingParams(max_tokens=o, ignore_eos=True), eos_token_ids=[],
                     max_model_len=65_536, sample_seed=0) for i, (_, p, o) in enumerate(trace)]
@@ -76,7 +81,10 @@ def main() -> None:
     ap.add_argument("--long-every", type=int, default=0, help="every K-th prompt is --long-len tokens (0: none)")
     ap.add_argument("--long-len", type=int, default=8192)
     ap.add_argument("--threshold", type=int, default=512)
+    ap.add_argument("--nano256", action="store_true", help="the first --num nano256 requests' lengths")
+    ap.add_argument("--policy", default="fcfs", choices=("fcfs", "flat"))
     args = ap.parse_args()
+    nano = [(len(r.prompt_token_ids), r.max_tokens) for r in load_workload("nano256").requests] if args.nano256 else []
     lo, hi = map(int, args.lens.split(","))
     split = args.long_len if args.long_every else (lo + hi) // 2
     print(f"prompts < {split} tokens are short; TTFT ms: mean / p90 / p99")
@@ -86,9 +94,13 @@ def main() -> None:
         for i in range(args.num):
             t += rng.expovariate(args.rate)
             long = args.long_every and i % args.long_every == args.long_every - 1
-            trace.append((t, args.long_len if long else rng.randint(lo, hi), args.output))
+            if nano:
+                p, o = nano[i]
+                trace.append((t, args.long_len if long else p, o))
+            else:
+                trace.append((t, args.long_len if long else rng.randint(lo, hi), args.output))
         for threshold, rule in ((0, "any"), (args.threshold, "any"), (args.threshold, "shorter")):
-            ttft = replay(trace, threshold, rule)
+            ttft = replay(trace, threshold, rule, policy=args.policy)
             parts = []
             for name, keep in (("all", lambda p: True), ("short", lambda p: p < split), ("long", lambda p: p >= split)):
                 xs = [x for x, (_, p, _) in zip(ttft, trace) if keep(p)]
