@@ -85,6 +85,8 @@ def main() -> None:
     ap.add_argument("--policy", default="fcfs", choices=("fcfs", "flat"))
     args = ap.parse_args()
     nano = [(len(r.prompt_token_ids), r.max_tokens) for r in load_workload("nano256").requests] if args.nano256 else []
+    if nano and args.num > len(nano):
+        ap.error(f"--num must be at most {len(nano)} with --nano256, got {args.num}")
     lo, hi = map(int, args.lens.split(","))
     split = args.long_len if args.long_every else (lo + hi) // 2
     print(f"prompts < {split} tokens are short; TTFT ms: mean / p90 / p99")
