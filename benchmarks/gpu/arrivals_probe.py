@@ -42,13 +42,14 @@ def _arg(kv: str) -> tuple[str, object]:
 
 
 def _ttft_split(rows: list[dict]) -> dict:
-    """Mean and p90 TTFT (ms) of the short and the long requests apart (empty when no request is long)."""
+    """Mean, p90 and p99 TTFT (ms) of the short and the long requests apart (empty when no request is long)."""
     out = {}
     for name, flag in (("short", False), ("long", True)):
         t = [r["ttft"] for r in rows if r["long"] == flag]
         if t and any(r["long"] for r in rows):
             out[f"ttft_{name}_mean_ms"] = 1e3 * statistics.mean(t)
             out[f"ttft_{name}_p90_ms"] = 1e3 * (statistics.quantiles(t, n=10)[-1] if len(t) > 1 else t[0])
+            out[f"ttft_{name}_p99_ms"] = 1e3 * (statistics.quantiles(t, n=100)[-1] if len(t) > 1 else t[0])
     return out
 
 
