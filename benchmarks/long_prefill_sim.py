@@ -4,7 +4,10 @@ without a GPU: TTFT (mean, p90, p99) for all requests and for short and long pro
 The step-time model is a rough Qwen2.5-7B one on an H100: 1.0 ms + max(4.6 ms, 23.5 us a token) + the decodes' KV
 bytes (57,344 a context token) at 3.35 TB/s. It puts the uniform load of `session50/s61a/` (served over HTTP, where
 TTFT also carries the server's own costs) within 20-30% of the measured TTFTs and reproduces its direction (the
-any-waiter rule trades long prompts' TTFT for short ones'); its absolute times are not a prediction.
+any-waiter rule trades long prompts' TTFT for short ones'); its absolute times are not a prediction. On stop 60's
+nano256 load (64 requests, every 8th prompt 8,192 tokens) it gave the cap a −2% short-prompt p90 under fcfs where an
+H100 measured −61% (`session53/s63a_probe_86eb494/`): it misses what holds short prompts back there, so do not rank
+rules by it without a GPU run.
 
 With --nano256 the trace is the first --num nano256 requests (their prompt and output lengths; seed 0's arrivals are
 arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
