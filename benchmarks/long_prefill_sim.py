@@ -35,13 +35,21 @@ from tachyon.engine.scheduler import Scheduler, SchedulerOutput  # noqa: E402
 KV_BYTES_PER_TOKEN = 57_344  # Qwen2.5-7B: 28 layers x 4 KV heads x 128 x K and V x 2 bytes
 
 
-def step_ms(out: SchedulerOutput) -> float:
+ATTN_FLOPS_PER_QK = 4 * 28 * 3584  # Qwen2.5-7B: QK^T and PV, 28 layers x 28 query heads x 128, per (query, key) pair
+PREFILL_ATTN_FLOPS = 0.40 * 778e12  # the Triton prefill kernel at 37-44% of the bf16 floor over 4K-16K contexts
+
+
+def step_ms(out: SchedulerOutput, prefill_attention: bool = True) -> float:
+    """Modelled time (ms) of one step: a fixed cost, the GEMMs by tokens, the decodes' KV reads and (unless
+    prefill_attention is off, the pre-stop-64 model) each prompt chunk's causal attention over its prefix."""
     ctx = sum(r.num_computed_tokens for r, n in zip(out.requests, out.num_new_tokens) if n == 1)
-    return 1.0 + max(4.6, 0.0235 * out.total_tokens) + ctx * KV_BYTES_PER_TOKEN / 3.35e12 * 1e3
+    pairs = sum(n * (r.num_computed_tokens + n / 2) for r, n in zip(out.requests, out.num_new_tokens) if n > 1)
+    attn = pairs * ATTN_FLOPS_PER_QK / PREFILL_ATTN_FLOPS * 1e3 if prefill_attention else 0.0
+    return 1.0 + max(4.6, 0.0235 * out.total_tokens) + ctx * KV_BYTES_PER_TOKEN / 3.35e12 * 1e3 + attn
 
 
 def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budget: int = 2048,
-           policy: str = "fcfs") -> list[float]:
+           policy: str = "fcfs", prefill_attention: bool = True) -> list[float]:
     """TTFT (ms) of each (arrival s, prompt tokens, output tokens) request, in trace order."""
     s = Scheduler(KVCacheManager(BlockPool(100_000, 16)), max_num_seqs=256, max_num_batched_tokens=budget,
                   long_prefill_token_threshold=threshold, policy=policy)
@@ -58,7 +66,7 @@ def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budge
             now = trace[order[k]][0]
             continue
         out = s.schedule()
-        now += step_ms(out) / 1e3
+        now += step_ms(out, prefill_attention) / 1e3
         for r, n in zip(out.requests, out.num_new_tokens):
             r.num_computed_tokens += n
             if r.num_computed_tokens >= r.num_tokens:
@@ -86,6 +94,8 @@ def main() -> None:
     ap.add_argument("--threshold", type=int, default=512)
     ap.add_argument("--nano256", action="store_true", help="the first --num nano256 requests' lengths")
     ap.add_argument("--policy", default="fcfs", choices=("fcfs", "flat"))
+    ap.add_argument("--no-prefill-attention", action="store_true",
+                    help="leave the prompt chunks' attention out of the step time (the model before stop 64)")
     args = ap.parse_args()
     nano = [(len(r.prompt_token_ids), r.max_tokens) for r in load_workload("nano256").requests] if args.nano256 else []
     if nano and args.num > len(nano):
@@ -105,7 +115,8 @@ def main() -> None:
             else:
                 trace.append((t, args.long_len if long else rng.randint(lo, hi), args.output))
         for threshold, rule in ((0, "any"), (args.threshold, "any"), (args.threshold, "shorter")):
-            ttft = replay(trace, threshold, rule, policy=args.policy)
+            ttft = replay(trace, threshold, rule, policy=args.policy,
+                          prefill_attention=not args.no_prefill_attention)
             parts = []
             for name, keep in (("all", lambda p: True), ("short", lambda p: p < split), ("long", lambda p: p >= split)):
                 xs = [x for x, (_, p, _) in zip(ttft, trace) if keep(p)]
