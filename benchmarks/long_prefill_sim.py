@@ -2,12 +2,16 @@
 without a GPU: TTFT (mean, p90, p99) for all requests and for short and long prompts apart.
 
 The step-time model is a rough Qwen2.5-7B one on an H100: 1.0 ms + max(4.6 ms, 23.5 us a token) + the decodes' KV
-bytes (57,344 a context token) at 3.35 TB/s. It puts the uniform load of `session50/s61a/` (served over HTTP, where
-TTFT also carries the server's own costs) within 20-30% of the measured TTFTs and reproduces its direction (the
-any-waiter rule trades long prompts' TTFT for short ones'); its absolute times are not a prediction. On stop 60's
-nano256 load (64 requests, every 8th prompt 8,192 tokens) it gave the cap a −2% short-prompt p90 under fcfs where an
-H100 measured −61% (`session53/s63a_probe_86eb494/`): it misses what holds short prompts back there, so do not rank
-rules by it without a GPU run.
+bytes (57,344 a context token) at 3.35 TB/s + each prompt chunk's causal attention over its prefix at 40% of the
+bf16 FLOP floor (the Triton prefill kernel's measured 37-44% over 4K-16K contexts). Its absolute times are not a
+prediction. Without the attention term (--no-prefill-attention, the model before stop 64) it put the uniform load of
+`session50/s61a/` within 20-30% of the measured TTFTs, but on stop 60's nano256 load (64 requests, every 8th prompt
+8,192 tokens, fcfs) it made the long prefills ~17% too short and the short prompts' p90 52 ms against a measured 99:
+the p90 of ~56 short prompts hinges on the few that arrive during a long prefill. With the term, at seed 0 (the
+probe's arrivals), fcfs without the cap gives short 39.4 / 96.2 ms mean / p90 and long 262.8 ms mean against a
+measured 40.3 / 99.1 and 260.5 (H100, `session53/s63a_probe_86eb494/`); with the cap p90 56.1 against 38.3; flat is
+underestimated (124.0 against 164.9). Across seeds the p90 moves 2-6x: rank rules by several seeds, and confirm on a
+GPU.
 
 With --nano256 the trace is the first --num nano256 requests (their prompt and output lengths; seed 0's arrivals are
 arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
