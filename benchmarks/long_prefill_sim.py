@@ -17,12 +17,14 @@ With --nano256 the trace is the first --num nano256 requests (their prompt and o
 arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
 
 Usage: python3 benchmarks/long_prefill_sim.py [--rate 4] [--num 160] [--seeds 3] [--lens 205,3891] [--output 128]
-           [--long-every K --long-len N] [--threshold 512] [--nano256] [--policy fcfs|flat]
+           [--long-every K --long-len N] [--threshold 512] [--nano256] [--policy fcfs|flat] [--from-log JSONL]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import random
 import statistics
 import sys
@@ -100,13 +102,23 @@ def main() -> None:
     ap.add_argument("--policy", default="fcfs", choices=("fcfs", "flat"))
     ap.add_argument("--no-prefill-attention", action="store_true",
                     help="leave the prompt chunks' attention out of the step time (the model before stop 64)")
+    ap.add_argument("--from-log", metavar="JSONL",
+                    help="replay a `bench serve` per-request log (.requests.jsonl[.gz]): its send times and lengths, "
+                         "and print its measured TTFT (to the first streamed byte) beside the model's")
     args = ap.parse_args()
     nano = [(len(r.prompt_token_ids), r.max_tokens) for r in load_workload("nano256").requests] if args.nano256 else []
     if nano and args.num > len(nano):
         ap.error(f"--num must be at most {len(nano)} with --nano256, got {args.num}")
     lo, hi = map(int, args.lens.split(","))
-    split = args.long_len if args.long_every else (lo + hi) // 2
+    split = args.long_len if args.long_every or args.from_log else (lo + hi) // 2
     print(f"prompts < {split} tokens are short; TTFT ms: mean / p90 / p99")
+    if args.from_log:
+        rows = _read_log(args.from_log)
+        trace = [(r["sent"], r["prompt_tokens"], r["max_tokens"]) for r in rows]
+        ttft = [1e3 * (r["first_byte"] - r["sent"]) for r in rows]
+        print(f"measured       : {_summary(ttft, trace, split)}")
+        _report("log", trace, split, args)
+        return
     for seed in range(args.seeds):
         rng = random.Random(seed)
         t, trace = 0.0, []
@@ -118,15 +130,29 @@ def main() -> None:
                 trace.append((t, args.long_len if long else p, o))
             else:
                 trace.append((t, args.long_len if long else rng.randint(lo, hi), args.output))
-        for threshold, rule in ((0, "any"), (args.threshold, "any"), (args.threshold, "shorter")):
-            ttft = replay(trace, threshold, rule, policy=args.policy,
-                          prefill_attention=not args.no_prefill_attention)
-            parts = []
-            for name, keep in (("all", lambda p: True), ("short", lambda p: p < split), ("long", lambda p: p >= split)):
-                xs = [x for x, (_, p, _) in zip(ttft, trace) if keep(p)]
-                parts.append(f"{name} {statistics.mean(xs):.1f} / {_pct(xs, 90):.1f} / {_pct(xs, 99):.1f}")
-            print(f"seed {seed} T={threshold} {rule:7}: " + " | ".join(parts))
+        _report(f"seed {seed}", trace, split, args)
 
+
+def _read_log(path: str) -> list[dict]:
+    """The answered requests of a `bench serve` per-request log, in send order."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return sorted((r for r in rows if r.get("first_byte") is not None), key=lambda r: r["sent"])
+
+
+def _summary(ttft: list[float], trace: list[tuple[float, int, int]], split: int) -> str:
+    parts = []
+    for name, keep in (("all", lambda p: True), ("short", lambda p: p < split), ("long", lambda p: p >= split)):
+        xs = [x for x, (_, p, _) in zip(ttft, trace) if keep(p)]
+        if xs:
+            parts.append(f"{name} {statistics.mean(xs):.1f} / {_pct(xs, 90):.1f} / {_pct(xs, 99):.1f}")
+    return " | ".join(parts)
+
+
+def _report(label: str, trace: list[tuple[float, int, int]], split: int, args: argparse.Namespace) -> None:
+    for threshold, rule in ((0, "any"), (args.threshold, "any"), (args.threshold, "shorter")):
+        ttft = replay(trace, threshold, rule, policy=args.policy, prefill_attention=not args.no_prefill_attention)
+        print(f"{label} T={threshold} {rule:7}: {_summary(ttft, trace, split)}")
 
 if __name__ == "__main__":
     main()
