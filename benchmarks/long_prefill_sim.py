@@ -4,20 +4,21 @@ without a GPU: TTFT (mean, p90, p99) for all requests and for short and long pro
 The step-time model is a rough Qwen2.5-7B one on an H100: 1.0 ms + max(4.6 ms, 23.5 us a token) + the decodes' KV
 bytes (57,344 a context token) at 3.35 TB/s + each prompt chunk's causal attention over its prefix at 40% of the
 bf16 FLOP floor (the Triton prefill kernel's measured 37-44% over 4K-16K contexts). Its absolute times are not a
-prediction. Without the attention term (--no-prefill-attention, the model before stop 64) it put the uniform load of
-`session50/s61a/` within 20-30% of the measured TTFTs, but on stop 60's nano256 load (64 requests, every 8th prompt
-8,192 tokens, fcfs) it made the long prefills ~17% too short and the short prompts' p90 52 ms against a measured 99:
-the p90 of ~56 short prompts hinges on the few that arrive during a long prefill. With the term, at seed 0 (the
-probe's arrivals), fcfs without the cap gives short 39.4 / 96.2 ms mean / p90 and long 262.8 ms mean against a
-measured 40.3 / 99.1 and 260.5 (H100, `session53/s63a_probe_86eb494/`); with the cap p90 56.1 against 38.3; flat is
-underestimated (124.0 against 164.9). Across seeds the p90 moves 2-6x: rank rules by several seeds, and confirm on a
-GPU.
+prediction. On the uniform load of `session50/s61a/` (served over HTTP) it runs 12-25% under the measured mean and
+p90 TTFT (without the attention term, --no-prefill-attention, the model before stop 64: 20-30%). Without the term,
+on stop 60's nano256 load (64 requests, every 8th prompt 8,192 tokens, fcfs) it made the long prefills ~17% too
+short and the short prompts' p90 52 ms against a measured 99: the p90 of ~56 short prompts hinges on the few that
+arrive during a long prefill. With the term, at seed 0 (the probe's arrivals), fcfs without the cap gives short
+39.4 / 96.2 ms mean / p90 and long 262.8 ms mean against a measured 40.3 / 99.1 and 260.5 (H100,
+`session53/s63a_probe_86eb494/`); with the cap p90 56.1 against 38.3; flat is underestimated (124.0 against 164.9).
+Across seeds the p90 moves 2-6x: rank rules by several seeds, and confirm on a GPU.
 
 With --nano256 the trace is the first --num nano256 requests (their prompt and output lengths; seed 0's arrivals are
 arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
 
 Usage: python3 benchmarks/long_prefill_sim.py [--rate 4] [--num 160] [--seeds 3] [--lens 205,3891] [--output 128]
-           [--long-every K --long-len N] [--threshold 512] [--nano256] [--policy fcfs|flat] [--from-log JSONL]
+           [--long-every K --long-len N] [--threshold 512] [--nano256] [--policy fcfs|flat]
+           [--from-log JSONL [--slowest N]]
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ from tachyon.engine.request import Request, RequestStatus  # noqa: E402
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput  # noqa: E402
 
 KV_BYTES_PER_TOKEN = 57_344  # Qwen2.5-7B: 28 layers x 4 KV heads x 128 x K and V x 2 bytes
-
-
 ATTN_FLOPS_PER_QK = 4 * 28 * 3584  # Qwen2.5-7B: QK^T and PV, 28 layers x 28 query heads x 128, per (query, key) pair
 PREFILL_ATTN_FLOPS = 0.40 * 778e12  # the Triton prefill kernel at 37-44% of the bf16 floor over 4K-16K contexts
 
@@ -105,6 +104,10 @@ def main() -> None:
     ap.add_argument("--from-log", metavar="JSONL",
                     help="replay a `bench serve` per-request log (.requests.jsonl[.gz]): its send times and lengths, "
                          "and print its measured TTFT (to the first streamed byte) beside the model's")
+    ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                    help="with --from-log: the N slowest short prompts measured, the model's TTFT for each (cap off "
+                         "and --threshold under the shorter-waiter rule) and how long after the last long prompt "
+                         "each was sent")
     args = ap.parse_args()
     nano = [(len(r.prompt_token_ids), r.max_tokens) for r in load_workload("nano256").requests] if args.nano256 else []
     if nano and args.num > len(nano):
@@ -118,6 +121,8 @@ def main() -> None:
         ttft = [1e3 * (r["first_byte"] - r["sent"]) for r in rows]
         print(f"measured       : {_summary(ttft, trace, split)}")
         _report("log", trace, split, args)
+        if args.slowest:
+            _slowest(rows, trace, ttft, split, args)
         return
     for seed in range(args.seeds):
         rng = random.Random(seed)
@@ -153,6 +158,22 @@ def _report(label: str, trace: list[tuple[float, int, int]], split: int, args: a
     for threshold, rule in ((0, "any"), (args.threshold, "any"), (args.threshold, "shorter")):
         ttft = replay(trace, threshold, rule, policy=args.policy, prefill_attention=not args.no_prefill_attention)
         print(f"{label} T={threshold} {rule:7}: {_summary(ttft, trace, split)}")
+
+
+def _slowest(rows: list[dict], trace: list[tuple[float, int, int]], measured: list[float], split: int,
+             args: argparse.Namespace) -> None:
+    attn = not args.no_prefill_attention
+    off = replay(trace, 0, "shorter", policy=args.policy, prefill_attention=attn)
+    on = replay(trace, args.threshold, "shorter", policy=args.policy, prefill_attention=attn)
+    short = sorted((i for i, (_, p, _) in enumerate(trace) if p < split), key=lambda i: measured[i])[-args.slowest:]
+    print(f"slowest short prompts: id, prompt tokens, sent (s), TTFT measured / model cap 0 / model cap "
+          f"{args.threshold} (ms), ms since the last long prompt was sent")
+    for i in short:
+        sent, p, _ = trace[i]
+        before = [t for t, q, _ in trace if q >= split and t <= sent]
+        since = f"{1e3 * (sent - before[-1]):6.1f}" if before else "  none"
+        print(f"  {rows[i]['id']:>4} {p:5d} {sent:8.3f} {measured[i]:7.1f} / {off[i]:6.1f} / {on[i]:6.1f}  {since}")
+
 
 if __name__ == "__main__":
     main()
