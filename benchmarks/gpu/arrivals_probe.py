@@ -7,7 +7,13 @@ Records per-request TTFT and TPOT, output tok/s, and the engine's step counts by
 (mixed graphs launched or run); run once per engine setting (e.g. --engine-arg mixed_graph_max_tokens=0) in its
 own process and compare. With --long-every K, every K-th request's prompt is its own tokens repeated to --long-len
 tokens (a long document among chat turns; TTFT is then reported for the short and the long requests apart), the
-load that long_prefill_token_threshold is for. Writes arrivals_<tag>.json under --out.
+load that long_prefill_token_threshold is for. --arrivals-from takes a `bench serve` request log's send times instead
+of the Poisson draw, so the engine alone runs on the very arrivals a server run saw. Writes arrivals_<tag>.json
+under --out, with each request's TTFT.
+
+TTFT runs from a request's scheduled arrival. Before stop 65 the probe stamped a request when its loop reached it,
+after the step in flight had ended, so every TTFT it reported (session49-53) left out that wait: up to one step,
+a long prefill's ~60-80 ms on an H100.
 
 Usage (GPU machine, repo root):
   python3 benchmarks/gpu/arrivals_probe.py --shape qwen2.5-7b --rate 4 --num 64 --out DIR [--engine-arg k=v ...]
@@ -16,6 +22,7 @@ Usage (GPU machine, repo root):
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import random
 import statistics
@@ -53,6 +60,54 @@ def _ttft_split(rows: list[dict]) -> dict:
     return out
 
 
+def _poisson(rate: float, n: int) -> list[float]:
+    rng = random.Random(0)
+    arrivals, t = [], 0.0
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        arrivals.append(t)
+    return arrivals
+
+
+def _logged_arrivals(path: str, n: int) -> list[float]:
+    """Scheduled send times (s) of requests "0".."n-1" in a bench-serve request log; their prompts must be the
+    probe's (the log's prompt lengths are checked by the caller's rows, not here)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        sent = {r["id"]: r["scheduled"] for r in map(json.loads, fh)}
+    missing = [str(i) for i in range(n) if str(i) not in sent]
+    if missing:
+        raise SystemExit(f"--arrivals-from: {path} lacks request ids {missing[:5]} (needs ids 0..{n - 1})")
+    return [sent[str(i)] for i in range(n)]
+
+
+def drive(eng, prompts: list[list[int]], params: list[SamplingParams], arrivals: list[float],
+          long_ids: set[str]) -> tuple[list[dict], float]:
+    """Add request i (id f"a{i}") once arrivals[i] seconds have passed, stepping `eng` (an LLMEngine) in between
+    until all finish; return one row per request (id, long, ttft, tpot, tokens) and the wall time.
+
+    A request is stamped with its scheduled arrival, not the moment the loop reaches it: one that arrives during a
+    step waits for that step to end, and that wait is part of its TTFT, as it is behind a server (before stop 65
+    the probe stamped it at the step's end and left the wait out)."""
+    t0, wall0 = time.perf_counter(), time.time()
+    done: dict[str, dict] = {}
+    i = 0
+    while i < len(prompts) or eng.has_unfinished():
+        now = time.perf_counter() - t0
+        while i < len(prompts) and arrivals[i] <= now:
+            eng.add_request(f"a{i}", prompts[i], params[i], arrival_time=wall0 + arrivals[i])
+            i += 1
+        if not eng.has_unfinished():
+            time.sleep(max(0.0, arrivals[i] - (time.perf_counter() - t0)))
+            continue
+        for o in eng.step(finished_only=True):
+            m, n = o.metrics, len(o.outputs[0].token_ids)
+            done[o.request_id] = dict(id=o.request_id, long=o.request_id in long_ids,
+                                      ttft=m.first_token_time - m.arrival_time,
+                                      tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
+    return list(done.values()), time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="qwen2.5-7b")
@@ -61,6 +116,10 @@ def main() -> None:
     ap.add_argument("--engine-arg", action="append", default=[], type=_arg)
     ap.add_argument("--long-every", type=int, default=0, help="every K-th request gets a --long-len prompt (0: none)")
     ap.add_argument("--long-len", type=int, default=8192)
+    ap.add_argument("--arrivals-from", metavar="JSONL",
+                    help="a `bench serve` per-request log (.requests.jsonl[.gz]) of the same requests: take its "
+                         "scheduled send times instead of a seed-0 Poisson draw (the engine alone on the server's "
+                         "own arrivals)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -76,11 +135,7 @@ def main() -> None:
             reqs[j] = dict(reqs[j], prompt_token_ids=(ids * (args.long_len // len(ids) + 1))[: args.long_len])
             long_ids.add(f"a{j}")
     llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
-    rng = random.Random(0)
-    arrivals, t = [], 0.0
-    for _ in reqs:
-        t += rng.expovariate(args.rate)
-        arrivals.append(t)
+    arrivals = _logged_arrivals(args.arrivals_from, len(reqs)) if args.arrivals_from else _poisson(args.rate, len(reqs))
     kinds = dict(mixed_launched=runner.num_mixed_launched, prefill_launched=runner.num_prefills_launched,
                  decode_launched=runner.num_launched)
     mixed = runner.mixed_graphs
@@ -92,27 +147,10 @@ def main() -> None:
             mixed_runs[0] += 1
             return orig(*a, **k)
         mixed.run = counted
-    done: dict[str, dict] = {}
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    i = 0
-    while i < len(reqs) or eng.has_unfinished():
-        now = time.perf_counter() - t0
-        while i < len(reqs) and arrivals[i] <= now:
-            eng.add_request(f"a{i}", reqs[i]["prompt_token_ids"],
-                            SamplingParams(max_tokens=reqs[i]["max_tokens"], temperature=0.0, ignore_eos=True),
-                            arrival_time=time.time())
-            i += 1
-        if not eng.has_unfinished():
-            time.sleep(max(0.0, arrivals[i] - (time.perf_counter() - t0)))
-            continue
-        for o in eng.step(finished_only=True):
-            m, n = o.metrics, len(o.outputs[0].token_ids)
-            done[o.request_id] = dict(long=o.request_id in long_ids, ttft=m.first_token_time - m.arrival_time,
-                                      tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
-    wall = time.perf_counter() - t0
-    rows = list(done.values())
+    params = [SamplingParams(max_tokens=r["max_tokens"], temperature=0.0, ignore_eos=True) for r in reqs]
+    rows, wall = drive(eng, [r["prompt_token_ids"] for r in reqs], params, arrivals, long_ids)
     tokens = sum(r["tokens"] for r in rows)
     result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args,
                   policy=eng.config.scheduling_policy, wall_s=wall,
@@ -126,8 +164,11 @@ def main() -> None:
                   mixed_graph_runs=mixed_runs[0],
                   mixed_launched=runner.num_mixed_launched - kinds["mixed_launched"],
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
-                  decode_launched=runner.num_launched - kinds["decode_launched"])
-    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items() if k != "startup"}),
+                  decode_launched=runner.num_launched - kinds["decode_launched"],
+                  arrivals_from=args.arrivals_from,
+                  requests=[dict(id=r["id"], long=r["long"], ttft_ms=round(1e3 * r["ttft"], 2)) for r in rows])
+    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()
+                      if k not in ("startup", "requests")}),
           flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
