@@ -120,6 +120,9 @@ def main() -> None:
                     help="a `bench serve` per-request log (.requests.jsonl[.gz]) of the same requests: take its "
                          "scheduled send times instead of a seed-0 Poisson draw (the engine alone on the server's "
                          "own arrivals)")
+    ap.add_argument("--min-tokens", action="store_true",
+                    help="min_tokens = max_tokens on every request, as `bench serve` sends (with ignore_eos): the rows "
+                         "then carry a stop-token ban the sampler redraws on the device")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -149,7 +152,8 @@ def main() -> None:
         mixed.run = counted
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    params = [SamplingParams(max_tokens=r["max_tokens"], temperature=0.0, ignore_eos=True) for r in reqs]
+    params = [SamplingParams(max_tokens=r["max_tokens"], min_tokens=r["max_tokens"] if args.min_tokens else 0,
+                             temperature=0.0, ignore_eos=True) for r in reqs]
     rows, wall = drive(eng, [r["prompt_token_ids"] for r in reqs], params, arrivals, long_ids)
     tokens = sum(r["tokens"] for r in rows)
     result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args,
@@ -165,7 +169,7 @@ def main() -> None:
                   mixed_launched=runner.num_mixed_launched - kinds["mixed_launched"],
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
-                  arrivals_from=args.arrivals_from,
+                  arrivals_from=args.arrivals_from, min_tokens=args.min_tokens,
                   requests=[dict(id=r["id"], long=r["long"], ttft_ms=round(1e3 * r["ttft"], 2)) for r in rows])
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()
                       if k not in ("startup", "requests")}),
