@@ -13,7 +13,8 @@ STEP_S = 0.05
 
 
 class _StepEngine:
-    """Each step takes STEP_S and gives every request added before it its one and only token."""
+    """Each step takes STEP_S and gives every request added before it its one and only token, stamped (as the
+    engine's first-token time) half-way through the step: the probe's TTFT must run to the step's return."""
 
     def __init__(self):
         self.arrival: dict[str, float] = {}
@@ -28,9 +29,10 @@ class _StepEngine:
 
     def step(self, finished_only=False):
         batch, self.pending = self.pending, []
-        time.sleep(STEP_S)
+        time.sleep(STEP_S / 2)
         now = time.time()
-        return [SimpleNamespace(request_id=rid, outputs=[SimpleNamespace(token_ids=[7])],
+        time.sleep(STEP_S / 2)
+        return [SimpleNamespace(request_id=rid, finished=True, outputs=[SimpleNamespace(token_ids=[7])],
                                 metrics=SimpleNamespace(arrival_time=self.arrival[rid], first_token_time=now,
                                                         finished_time=now)) for rid in batch]
 
@@ -47,6 +49,7 @@ def test_arrival_during_a_step_waits_for_it():
     assert a0["ttft"] >= STEP_S
     assert a1["ttft"] >= 2 * STEP_S - 0.02
     assert a2["ttft"] >= STEP_S and a2["long"] and not a1["long"]
+    assert all(r["ttft"] - r["ttft_engine"] >= STEP_S / 2 for r in rows)  # the engine's stamp, half a step earlier
 
 
 def test_logged_arrivals_read_by_request_id(tmp_path):

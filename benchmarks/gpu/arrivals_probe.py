@@ -11,9 +11,10 @@ load that long_prefill_token_threshold is for. --arrivals-from takes a `bench se
 of the Poisson draw, so the engine alone runs on the very arrivals a server run saw. Writes arrivals_<tag>.json
 under --out, with each request's TTFT.
 
-TTFT runs from a request's scheduled arrival. Before stop 65 the probe stamped a request when its loop reached it,
-after the step in flight had ended, so every TTFT it reported (session49-53) left out that wait: up to one step,
-a long prefill's ~60-80 ms on an H100.
+TTFT runs from a request's scheduled arrival to the step call that returns its first token (`drive`). Before stop 65
+the probe stamped a request when its loop reached it, after the step in flight had ended, and took the engine's own
+first-token stamp, so every TTFT it reported (session49-53) left out up to one long step (a long prefill chunk's
+~60 ms on an H100) and the hold of a drawn token behind the synchronous step after it (fixed in the engine at stop 65).
 
 Usage (GPU machine, repo root):
   python3 benchmarks/gpu/arrivals_probe.py --shape qwen2.5-7b --rate 4 --num 64 --out DIR [--engine-arg k=v ...]
@@ -84,13 +85,16 @@ def _logged_arrivals(path: str, n: int) -> list[float]:
 def drive(eng, prompts: list[list[int]], params: list[SamplingParams], arrivals: list[float],
           long_ids: set[str]) -> tuple[list[dict], float]:
     """Add request i (id f"a{i}") once arrivals[i] seconds have passed, stepping `eng` (an LLMEngine) in between
-    until all finish; return one row per request (id, long, ttft, tpot, tokens) and the wall time.
+    until all finish; return one row per request (id, long, ttft, ttft_engine, tpot, tokens) and the wall time.
 
-    A request is stamped with its scheduled arrival, not the moment the loop reaches it: one that arrives during a
-    step waits for that step to end, and that wait is part of its TTFT, as it is behind a server (before stop 65
-    the probe stamped it at the step's end and left the wait out)."""
+    TTFT runs from the request's scheduled arrival to the return of the step call that hands out its first token,
+    what a server's handler sees: a request that arrives during a step waits for that step to end, and a token the
+    engine has drawn counts only once the engine returns it (ttft_engine: to the engine's own first-token stamp).
+    Before stop 65 the probe stamped arrivals when its loop reached them and took the engine's stamp, leaving both
+    waits out."""
     t0, wall0 = time.perf_counter(), time.time()
     done: dict[str, dict] = {}
+    first_seen: dict[str, float] = {}
     i = 0
     while i < len(prompts) or eng.has_unfinished():
         now = time.perf_counter() - t0
@@ -100,11 +104,18 @@ def drive(eng, prompts: list[list[int]], params: list[SamplingParams], arrivals:
         if not eng.has_unfinished():
             time.sleep(max(0.0, arrivals[i] - (time.perf_counter() - t0)))
             continue
-        for o in eng.step(finished_only=True):
-            m, n = o.metrics, len(o.outputs[0].token_ids)
-            done[o.request_id] = dict(id=o.request_id, long=o.request_id in long_ids,
-                                      ttft=m.first_token_time - m.arrival_time,
-                                      tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
+        outs = eng.step()
+        returned = time.time()
+        for o in outs:
+            n = len(o.outputs[0].token_ids)
+            if n and o.request_id not in first_seen:
+                first_seen[o.request_id] = returned
+            if o.finished:
+                m = o.metrics
+                done[o.request_id] = dict(id=o.request_id, long=o.request_id in long_ids,
+                                          ttft=first_seen[o.request_id] - m.arrival_time,
+                                          ttft_engine=m.first_token_time - m.arrival_time,
+                                          tpot=(m.finished_time - m.first_token_time) / max(n - 1, 1), tokens=n)
     return list(done.values()), time.perf_counter() - t0
 
 
@@ -170,7 +181,8 @@ def main() -> None:
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
                   arrivals_from=args.arrivals_from, min_tokens=args.min_tokens,
-                  requests=[dict(id=r["id"], long=r["long"], ttft_ms=round(1e3 * r["ttft"], 2)) for r in rows])
+                  requests=[dict(id=r["id"], long=r["long"], ttft_ms=round(1e3 * r["ttft"], 2),
+                                 ttft_engine_ms=round(1e3 * r["ttft_engine"], 2)) for r in rows])
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()
                       if k not in ("startup", "requests")}),
           flush=True)

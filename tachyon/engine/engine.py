@@ -120,6 +120,7 @@ class LLMEngine:
         self.overlap = (config.overlap_scheduling if config.overlap_scheduling is not None
                         else self.device.type == "cuda")
         self._pending = None  # the launched step whose tokens are still in flight (overlap)
+        self._deferred: SchedulerOutput | None = None  # a synchronous step scheduled but held for the next call
         self._rng = random.Random(config.seed)
         self._rng_lock = threading.Lock()
         self._group_salts = itertools.count(1)  # n > 1 groups' block-hash salts (make_group; next() is atomic)
@@ -263,13 +264,21 @@ class LLMEngine:
         next token, or a graphed mixed step is launched asynchronously and the previous launched
         step's tokens are processed on the host while it runs; its outputs appear one call later.
         A request finished by one of those tokens (a stop token; not max_tokens, whose last step the
-        scheduler does not repeat) computed one wasted token, which is discarded."""
-        sched = self.scheduler.schedule()
+        scheduler does not repeat) computed one wasted token, which is discarded.
+
+        A synchronous step (a prompt chunk that draws nothing, an eager step too large for the graphs) after a
+        launched one: the launched step's outputs are returned first, and the synchronous step, already scheduled,
+        runs at the next call (unless `finished_only`). So a stream's token, or a new prompt's first, is not held
+        back for a long prefill chunk's whole step; the caller may add and abort requests between the two calls."""
+        sched = self._take_deferred()
+        deferred = sched is not None
+        if not deferred:
+            sched = self.scheduler.schedule()
         now = time.time()
         for req in sched.requests:
             if req.first_scheduled_time is None:
                 req.first_scheduled_time = now
-        if sched and self.overlap and self.runner.can_launch(sched):
+        if sched and not deferred and self.overlap and self.runner.can_launch(sched):
             pending = self.runner.launch(sched)
             for req, n in zip(sched.requests, sched.num_new_tokens):
                 req.num_computed_tokens += n
@@ -281,6 +290,9 @@ class LLMEngine:
             self._pending = pending  # (and matchers) hold the tokens just drained
             return outs
         outs = self._drain(finished_only)
+        if outs and not finished_only and sched:
+            self._deferred = sched
+            return outs
         live = [(r, n) for r, n in zip(sched.requests, sched.num_new_tokens) if not r.finished]
         if not live:
             return outs
@@ -292,6 +304,14 @@ class LLMEngine:
         self.scheduler.kv.cache_blocks(sched.requests)
         return outs + self._process(sched.requests, result.sampled, result.result.token_ids,
                                     result.result.logprobs, finished_only, fill=False)
+
+    def _take_deferred(self) -> SchedulerOutput | None:
+        """The synchronous step held by the last call, if any of its requests is still live (the caller may have
+        aborted them all, or a drained stop token finished them; then the scheduler is asked afresh)."""
+        sched, self._deferred = self._deferred, None
+        if sched is None or all(r.finished for r in sched.requests):
+            return None
+        return sched
 
     def _drain(self, finished_only: bool) -> list[RequestOutput]:
         """Process the tokens of the launched step still in flight, if any."""

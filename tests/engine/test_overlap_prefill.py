@@ -224,3 +224,48 @@ def test_logprob_rows_are_launched_with_the_synchronous_engines_logprobs(llama_p
                 assert dg[tok].rank == dw[tok].rank or (dg[tok].logprob != dw[tok].logprob
                                                         and abs(dg[tok].rank - dw[tok].rank) == 1)
         assert abs(g.cumulative_logprob - w.cumulative_logprob) < 1e-4
+
+
+def test_launched_tokens_reach_the_caller_before_a_synchronous_chunk(tiny_qwen3):
+    """A running stream's token from a launched step is returned by the call that drains it, not held until the
+    synchronous prompt-chunk step after it has run (a long prefill's whole step, on a GPU); the chunk runs at the
+    next call. Checked at every synchronous step: the caller has already seen every token the engine drew. The
+    tokens equal the synchronous engine's, and a request added between the two calls joins the steps after."""
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=8,
+              enable_prefix_caching=False)
+    over, sync = LLM(tiny_qwen3, **kw, overlap_scheduling=True), LLM(tiny_qwen3, **kw, overlap_scheduling=False)
+    eng = over.engine
+    prompts = _prompts(3, seed=11)
+    long_prompt = (prompts[1] * 10)[:27]  # four chunks under the 8-token budget, beside a decode row
+    sp = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    seen: dict[str, int] = {}
+    checked = []
+    execute = eng.runner.execute
+
+    def checked_execute(sched):
+        if any(len(r.prompt_token_ids) < r.num_tokens for r in sched.requests):  # a stream is running
+            drawn = {rid: g.children[0].num_output_tokens for rid, g in eng._groups.items()}
+            assert all(seen.get(rid, 0) == n for rid, n in drawn.items()), (drawn, seen)
+            checked.append(len(sched.requests))
+        return execute(sched)
+
+    eng.runner.execute = checked_execute
+    eng.add_request("a", prompts[0], sp)
+    for _ in range(3):  # a's prefill, then launched decode steps
+        for o in eng.step():
+            seen[o.request_id] = len(o.outputs[0].token_ids)
+    eng.add_request("b", long_prompt, sp)
+    got: dict[str, list[int]] = {}
+    added_c = False
+    while eng.has_unfinished():
+        for o in eng.step():
+            seen[o.request_id] = len(o.outputs[0].token_ids)
+            if o.finished:
+                got[o.request_id] = o.outputs[0].token_ids
+        if eng._deferred is not None and not added_c:  # between a drained call and its held chunk step
+            eng.add_request("c", prompts[2], sp)
+            added_c = True
+    assert added_c and len(checked) >= 3  # b's partial chunks ran synchronously beside a's decode row
+    want = [o.outputs[0].token_ids for o in sync.generate([prompts[0], long_prompt, prompts[2]], sp, use_tqdm=False)]
+    assert [got["a"], got["b"], got["c"]] == want
+    eng.check_integrity()
