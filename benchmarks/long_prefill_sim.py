@@ -11,7 +11,10 @@ short and the short prompts' p90 52 ms against a measured 99: the p90 of ~56 sho
 arrive during a long prefill. With the term, at seed 0 (the probe's arrivals), fcfs without the cap gives short
 39.4 / 96.2 ms mean / p90 and long 262.8 ms mean against a measured 40.3 / 99.1 and 260.5 (H100,
 `session53/s63a_probe_86eb494/`); with the cap p90 56.1 against 38.3; flat is underestimated (124.0 against 164.9).
-Across seeds the p90 moves 2-6x: rank rules by several seeds, and confirm on a GPU.
+Across seeds the p90 moves 2-6x: rank rules by several seeds, and confirm on a GPU. Those probe figures read low by up
+to one step (the probe stamped arrivals after the step in flight, fixed at stop 65). Against the corrected probe on
+the arrivals of stop 65's server run (`session54/s65a_probe/`, cap 512), the model's short mean / p90 / p99 24.7 /
+35.1 / 89.4 ms run 30% / 28% / 3% under the measured 35.5 / 49.0 / 91.7.
 
 With --nano256 the trace is the first --num nano256 requests (their prompt and output lengths; seed 0's arrivals are
 arrivals_probe.py's), and --policy picks the admission order (fcfs, the server's; flat, the offline LLM's on CUDA).
