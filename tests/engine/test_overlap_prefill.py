@@ -269,3 +269,35 @@ def test_launched_tokens_reach_the_caller_before_a_synchronous_chunk(tiny_qwen3)
     want = [o.outputs[0].token_ids for o in sync.generate([prompts[0], long_prompt, prompts[2]], sp, use_tqdm=False)]
     assert [got["a"], got["b"], got["c"]] == want
     eng.check_integrity()
+
+
+def test_held_chunk_step_whose_requests_are_aborted_is_dropped(tiny_qwen3):
+    """Aborting every request of a held synchronous step between the two calls drops that step: the next call
+    schedules afresh, a request added meanwhile runs to the synchronous engine's tokens, and no block leaks."""
+    kw = dict(device="cpu", dtype="float32", max_model_len=128, block_size=4, max_num_batched_tokens=8,
+              enable_prefix_caching=False)
+    over, sync = LLM(tiny_qwen3, **kw, overlap_scheduling=True), LLM(tiny_qwen3, **kw, overlap_scheduling=False)
+    eng = over.engine
+    prompts = _prompts(3, seed=12)
+    sp = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    eng.add_request("a", prompts[0], sp)
+    for _ in range(3):
+        eng.step()
+    eng.add_request("b", (prompts[1] * 10)[:27], sp)
+    for _ in range(20):
+        eng.step()
+        if eng._deferred is not None:
+            break
+    assert eng._deferred is not None
+    eng.abort("a")
+    eng.abort("b")
+    eng.add_request("c", prompts[2], sp)
+    got = {}
+    while eng.has_unfinished():
+        for o in eng.step():
+            if o.finished:
+                got[o.request_id] = o.outputs[0].token_ids
+    assert list(got) == ["c"]
+    assert got["c"] == sync.generate([prompts[2]], sp, use_tqdm=False)[0].outputs[0].token_ids
+    assert eng._deferred is None
+    eng.check_integrity()
