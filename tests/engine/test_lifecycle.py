@@ -1,6 +1,7 @@
 """Aborts, async streaming and the block-pool invariant."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -219,5 +220,55 @@ def test_a_failed_step_fails_its_requests_and_the_engine_goes_on(tiny_llama, mon
 
     try:
         asyncio.run(run())
+    finally:
+        eng.shutdown()
+
+
+def test_async_engine_overlap_streams_beside_chunked_prompts(tiny_llama):
+    """The server's path with overlap on and an 8-token step budget: long prompts arrive while short streams decode,
+    so synchronous chunk steps are held behind launched ones (LLMEngine.step) and requests come and leave between
+    the two calls. Every stream's tokens equal the synchronous offline engine's; one left early is aborted cleanly."""
+    from tachyon import LLM
+    from tachyon.config import EngineConfig
+
+    kw = dict(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256, max_num_batched_tokens=8,
+              enable_prefix_caching=False)
+    eng = AsyncEngine(EngineConfig(**kw, overlap_scheduling=True))
+    held = []  # whether each step call ran a chunk step held by the call before
+    take = eng.engine._take_deferred
+
+    def spy():
+        sched = take()
+        held.append(sched is not None)
+        return sched
+
+    eng.engine._take_deferred = spy
+    sync = LLM(tiny_llama, **{k: v for k, v in kw.items() if k != "model"}, overlap_scheduling=False)
+    prompts = [[11, 12, 13], list(range(20, 57)), [14, 15], list(range(60, 90)), [16, 17, 18, 19]]
+    sp = SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)
+
+    async def late(i):
+        await asyncio.sleep(0.02 * i)
+        return await _collect(eng, prompts[i], sp, f"r{i}")
+
+    async def leaves_early():
+        async for o in eng.generate(list(range(100, 140)), SamplingParams(max_tokens=50, ignore_eos=True), "gone"):
+            if o.outputs[0].token_ids:
+                break
+
+    async def run():
+        results = await asyncio.gather(*[late(i) for i in range(len(prompts))], leaves_early())
+        return [r.outputs[0].token_ids for r in results[:-1]]
+
+    try:
+        got = asyncio.run(run())
+        want = [o.outputs[0].token_ids for o in sync.generate(prompts, sp, use_tqdm=False)]
+        assert got == want
+        for _ in range(100):
+            if eng.stats().num_running == 0:
+                break
+            time.sleep(0.01)
+        eng.check_integrity()
+        assert eng.is_healthy() and eng.engine.runner.num_launched > 0 and any(held)
     finally:
         eng.shutdown()
