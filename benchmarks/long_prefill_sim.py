@@ -27,8 +27,6 @@ Usage: python3 benchmarks/long_prefill_sim.py [--rate 4] [--num 160] [--seeds 3]
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import random
 import statistics
 import sys
@@ -37,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tachyon import SamplingParams  # noqa: E402
+from tachyon.bench.schema import read_jsonl  # noqa: E402
 from tachyon.bench.workloads import load_workload  # noqa: E402
 from tachyon.engine.kv_cache import BlockPool, KVCacheManager  # noqa: E402
 from tachyon.engine.request import Request, RequestStatus  # noqa: E402
@@ -85,7 +84,9 @@ def replay(trace: list[tuple[float, int, int]], threshold: int, rule: str, budge
     return [(first[str(i)] - a) * 1e3 for i, (a, _, _) in enumerate(trace)]
 
 
-def _pct(xs: list[float], p: float) -> float:
+def nearest_rank(xs: list[float], p: float) -> float:
+    """The p-th percentile by nearest rank: the value at index floor(p / 100 * n) of the sorted values (the rule
+    this script's and ttft_breakdown.py's figures use; tachyon.bench.metrics.percentile interpolates)."""
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
 
@@ -143,8 +144,7 @@ def main() -> None:
 
 def _read_log(path: str) -> list[dict]:
     """The answered requests of a `bench serve` per-request log, in send order."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(path)
     return sorted((r for r in rows if r.get("first_byte") is not None), key=lambda r: r["sent"])
 
 
@@ -153,7 +153,7 @@ def _summary(ttft: list[float], trace: list[tuple[float, int, int]], split: int)
     for name, keep in (("all", lambda p: True), ("short", lambda p: p < split), ("long", lambda p: p >= split)):
         xs = [x for x, (_, p, _) in zip(ttft, trace) if keep(p)]
         if xs:
-            parts.append(f"{name} {statistics.mean(xs):.1f} / {_pct(xs, 90):.1f} / {_pct(xs, 99):.1f}")
+            parts.append(f"{name} {statistics.mean(xs):.1f} / {nearest_rank(xs, 90):.1f} / {nearest_rank(xs, 99):.1f}")
     return " | ".join(parts)
 
 

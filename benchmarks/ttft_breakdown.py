@@ -15,16 +15,15 @@ Usage: python3 benchmarks/ttft_breakdown.py CLIENT.requests.jsonl.gz SERVER.log.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import statistics
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-def _lines(path: str) -> list[dict]:
-    """The JSON records of a log (lines that are not JSON objects, a server's stray warnings say, are skipped)."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        return [json.loads(line) for line in f if line.startswith("{")]
+from benchmarks.long_prefill_sim import nearest_rank  # noqa: E402
+from tachyon.bench.schema import read_jsonl  # noqa: E402
 
 
 def join(client: list[dict], server: list[dict]) -> list[dict]:
@@ -53,13 +52,8 @@ def join(client: list[dict], server: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: r["sent"])
 
 
-def _pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
-
-
 def _stats(xs: list[float]) -> str:
-    return f"{statistics.mean(xs):6.1f} / {_pct(xs, 90):6.1f} / {_pct(xs, 99):6.1f}"
+    return f"{statistics.mean(xs):6.1f} / {nearest_rank(xs, 90):6.1f} / {nearest_rank(xs, 99):6.1f}"
 
 
 def main() -> None:
@@ -71,7 +65,7 @@ def main() -> None:
     ap.add_argument("--long-len", type=int, default=8192, help="prompts this long or longer are long")
     ap.add_argument("--slowest", type=int, default=12)
     args = ap.parse_args()
-    rows = join(_lines(args.client), _lines(args.server))
+    rows = join(read_jsonl(args.client), read_jsonl(args.server))
     probes = {}
     for p in args.probe:
         d = json.loads(Path(p).read_text())

@@ -60,8 +60,10 @@ def test_logged_arrivals_read_by_request_id(tmp_path):
 
     log = tmp_path / "run.requests.jsonl.gz"
     with gzip.open(log, "wt") as fh:
-        for rid, t in (("1", 0.5), ("0", 0.0), ("2", 0.75)):
-            fh.write(json.dumps({"id": rid, "scheduled": t, "sent": t + 1e-4}) + "\n")
-    assert _logged_arrivals(str(log), 3) == [0.0, 0.5, 0.75]
+        for rid, t, p in (("1", 0.5, 20), ("0", 0.0, 10), ("2", 0.75, 30)):
+            fh.write(json.dumps({"id": rid, "scheduled": t, "sent": t + 1e-4, "prompt_tokens": p}) + "\n")
+    assert _logged_arrivals(str(log), [10, 20, 30]) == [0.0, 0.5, 0.75]
     with pytest.raises(SystemExit, match="lacks request ids"):
-        _logged_arrivals(str(log), 4)
+        _logged_arrivals(str(log), [10, 20, 30, 40])
+    with pytest.raises(SystemExit, match="request 1 has 20 prompt tokens"):
+        _logged_arrivals(str(log), [10, 21, 30])

@@ -34,3 +34,18 @@ def test_a_client_request_without_a_server_line_is_an_error():
     client = [_client("0", 100, 10, 0.0, 0.05, 1.0), _client("1", 200, 10, 0.1, 0.2, 1.5)]
     with pytest.raises(ValueError, match="client request 1"):
         join(client, [_access(100, 10, 0.0, 0.045, 0.0, 1.0)])
+
+
+def test_server_log_read_past_stray_lines(tmp_path):
+    """A server log holds non-JSON lines (warnings, the ready banner) between its JSON records: read_jsonl keeps
+    only the records, plain or gzipped."""
+    import gzip
+
+    from tachyon.bench.schema import read_jsonl
+
+    text = 'WARNING: something\n{"logger": "a", "n": 1}\nREADY http://127.0.0.1:8000\n{"logger": "b", "n": 2}\n'
+    (tmp_path / "server.log").write_text(text)
+    with gzip.open(tmp_path / "server.log.gz", "wt") as f:
+        f.write(text)
+    for name in ("server.log", "server.log.gz"):
+        assert [r["n"] for r in read_jsonl(tmp_path / name)] == [1, 2]

@@ -23,7 +23,6 @@ Usage (GPU machine, repo root):
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import statistics
@@ -37,6 +36,7 @@ import torch  # noqa: E402
 
 from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
+from tachyon.bench.schema import read_jsonl  # noqa: E402
 
 
 def _arg(kv: str) -> tuple[str, object]:
@@ -70,16 +70,20 @@ def _poisson(rate: float, n: int) -> list[float]:
     return arrivals
 
 
-def _logged_arrivals(path: str, n: int) -> list[float]:
-    """Scheduled send times (s) of requests "0".."n-1" in a bench-serve request log; their prompts must be the
-    probe's (the log's prompt lengths are checked by the caller's rows, not here)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as fh:
-        sent = {r["id"]: r["scheduled"] for r in map(json.loads, fh)}
-    missing = [str(i) for i in range(n) if str(i) not in sent]
+def _logged_arrivals(path: str, prompt_lens: list[int]) -> list[float]:
+    """Scheduled send times (s) of requests "0".."n-1" in a bench-serve request log, whose prompt lengths must be
+    prompt_lens (the probe's prompts, in order): the engine alone then replays that run's very requests."""
+    rows = {r["id"]: r for r in read_jsonl(path)}
+    n = len(prompt_lens)
+    missing = [str(i) for i in range(n) if str(i) not in rows]
     if missing:
         raise SystemExit(f"--arrivals-from: {path} lacks request ids {missing[:5]} (needs ids 0..{n - 1})")
-    return [sent[str(i)] for i in range(n)]
+    wrong = [i for i in range(n) if rows[str(i)]["prompt_tokens"] != prompt_lens[i]]
+    if wrong:
+        i = wrong[0]
+        raise SystemExit(f"--arrivals-from: request {i} has {rows[str(i)]['prompt_tokens']} prompt tokens in {path}, "
+                         f"{prompt_lens[i]} here ({len(wrong)} requests differ): not the same workload")
+    return [rows[str(i)]["scheduled"] for i in range(n)]
 
 
 def drive(eng, prompts: list[list[int]], params: list[SamplingParams], arrivals: list[float],
@@ -149,7 +153,8 @@ def main() -> None:
             reqs[j] = dict(reqs[j], prompt_token_ids=(ids * (args.long_len // len(ids) + 1))[: args.long_len])
             long_ids.add(f"a{j}")
     llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
-    arrivals = _logged_arrivals(args.arrivals_from, len(reqs)) if args.arrivals_from else _poisson(args.rate, len(reqs))
+    arrivals = (_logged_arrivals(args.arrivals_from, [len(r["prompt_token_ids"]) for r in reqs]) if args.arrivals_from
+                else _poisson(args.rate, len(reqs)))
     kinds = dict(mixed_launched=runner.num_mixed_launched, prefill_launched=runner.num_prefills_launched,
                  decode_launched=runner.num_launched)
     mixed = runner.mixed_graphs

@@ -8,6 +8,7 @@ loading a newer major version raises `ValueError`.
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -153,6 +154,14 @@ def save_result(result: BenchResult, path: str | Path) -> Path:
     return p
 
 
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, gzipped when its name ends in .gz; lines that are not JSON objects (a
+    server log's stray warnings) are skipped."""
+    p = Path(path)
+    with (gzip.open(p, "rt") if p.suffix == ".gz" else p.open()) as f:
+        return [json.loads(line) for line in f if line.startswith("{")]
+
+
 def load_result(path: str | Path) -> BenchResult:
     p = Path(path)
     data = json.loads(p.read_text())
@@ -163,10 +172,8 @@ def load_result(path: str | Path) -> BenchResult:
     rp = p.with_name(res.requests_file) if res.requests_file else requests_path(p)
     if rp.exists():
         by_label = {run.label: run for run in res.runs}
-        for line in rp.read_text().splitlines():
-            if line.strip():
-                d = json.loads(line)
-                run = by_label.get(d.pop("run", None))
-                if run is not None:
-                    run.requests.append(RequestRecord.model_validate(d))
+        for d in read_jsonl(rp):
+            run = by_label.get(d.pop("run", None))
+            if run is not None:
+                run.requests.append(RequestRecord.model_validate(d))
     return res
