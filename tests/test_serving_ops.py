@@ -180,6 +180,8 @@ def test_two_model_config(ops_server):
         assert_error_shape(c.post("/v1/completions", json={"model": "gamma", "prompt": "x"}), 404)
     text = httpx.get(s.url + "/metrics").text
     assert 'model_name="alpha"' in text and 'model_name="beta"' in text
+    # the CPU engines arm no Triton watch: their late-compile counters read zero
+    assert 'tachyon:late_kernel_compiles_total{model_name="alpha"} 0.0' in text
 
 
 def test_sigterm_drains_open_streams(ops_server):

@@ -9,7 +9,9 @@ own process and compare. With --long-every K, every K-th request's prompt is its
 tokens (a long document among chat turns; TTFT is then reported for the short and the long requests apart), the
 load that long_prefill_token_threshold is for. --arrivals-from takes a `bench serve` request log's send times instead
 of the Poisson draw, so the engine alone runs on the very arrivals a server run saw. Writes arrivals_<tag>.json
-under --out, with each request's TTFT.
+under --out, with each request's TTFT and the Triton compiles after start-up (kernels/late_compiles.py) during the
+warm-up request and the run. --warmup 0 leaves the warm-up request out, so the first request pays whatever start-up
+left cold, as a server's first request does.
 
 TTFT runs from a request's scheduled arrival to the step call that returns its first token (`drive`). Before stop 65
 the probe stamped a request when its loop reached it, after the step in flight had ended, and took the engine's own
@@ -138,6 +140,9 @@ def main() -> None:
     ap.add_argument("--min-tokens", action="store_true",
                     help="min_tokens = max_tokens on every request, as `bench serve` sends (with ignore_eos): the rows "
                          "then carry a stop-token ban the sampler redraws on the device")
+    ap.add_argument("--warmup", type=int, default=1, choices=(0, 1),
+                    help="1: one 8-token request on the first prompt before the run (its kernels and shapes warm); "
+                         "0: none, so the first request pays whatever start-up left cold, as a server's does")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -152,7 +157,9 @@ def main() -> None:
             ids = reqs[j]["prompt_token_ids"]
             reqs[j] = dict(reqs[j], prompt_token_ids=(ids * (args.long_len // len(ids) + 1))[: args.long_len])
             long_ids.add(f"a{j}")
-    llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
+    if args.warmup:
+        llm.generate([reqs[0]["prompt_token_ids"]], SamplingParams(max_tokens=8, ignore_eos=True), use_tqdm=False)
+    late0 = eng.late_compiles.count
     arrivals = (_logged_arrivals(args.arrivals_from, [len(r["prompt_token_ids"]) for r in reqs]) if args.arrivals_from
                 else _poisson(args.rate, len(reqs)))
     kinds = dict(mixed_launched=runner.num_mixed_launched, prefill_launched=runner.num_prefills_launched,
@@ -185,11 +192,14 @@ def main() -> None:
                   mixed_launched=runner.num_mixed_launched - kinds["mixed_launched"],
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
-                  arrivals_from=args.arrivals_from, min_tokens=args.min_tokens,
+                  arrivals_from=args.arrivals_from, min_tokens=args.min_tokens, warmup=args.warmup,
+                  late_compiles_warmup=late0, late_compiles_run=eng.late_compiles.count - late0,
+                  late_compile_events=[dict(kernel=e.kernel, spec=e.specialization, ms=round(1e3 * (e.seconds or 0), 1))
+                                       for e in eng.late_compiles.events],
                   requests=[dict(id=r["id"], long=r["long"], ttft_ms=round(1e3 * r["ttft"], 2),
                                  ttft_engine_ms=round(1e3 * r["ttft_engine"], 2)) for r in rows])
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()
-                      if k not in ("startup", "requests")}),
+                      if k not in ("startup", "requests", "late_compile_events")}),
           flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

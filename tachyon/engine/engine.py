@@ -23,6 +23,7 @@ from tachyon.engine.runner_startup import kv_cache_bytes_per_block
 from tachyon.engine.sampler import feed_matchers, logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.engine.structured import GrammarCompiler
+from tachyon.kernels.late_compiles import LateCompileWatch, log_late_compile
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
 from tachyon.sampling import RequestOutput, SamplingParams
 
@@ -43,6 +44,7 @@ class EngineStats:
     prefix_cache_queries: int = 0  # tokens of requests admitted with prefix caching on
     prefix_cache_hits: int = 0  # of those, tokens found in the cache (not recomputed)
     prefix_cache_waits: int = 0  # admissions held back a step for a shared prefix another request was computing
+    late_kernel_compiles: int = 0  # Triton compiles after start-up (kernels/late_compiles.py; CUDA)
 
 
 def token_id_list(prompt: object) -> list[int] | None:
@@ -128,6 +130,10 @@ class LLMEngine:
         self._children: dict[str, Request] = {}
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        # Triton compiles from here on: each stalls the step that launches it (logged; stats().late_kernel_compiles)
+        self.late_compiles = LateCompileWatch(log_late_compile)
+        if self.device.type == "cuda":
+            self.late_compiles.arm()
 
     # ---- set-up -------------------------------------------------------------------------------
     def _require_fp8_device(self, what: str) -> None:
@@ -379,7 +385,7 @@ class LLMEngine:
             prompt_tokens_total=self.prompt_tokens_total, generation_tokens_total=self.generation_tokens_total,
             prefix_cache_queries=self.scheduler.kv.num_prefix_queried_tokens,
             prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens,
-            prefix_cache_waits=self.scheduler.num_prefix_waits)
+            prefix_cache_waits=self.scheduler.num_prefix_waits, late_kernel_compiles=self.late_compiles.count)
 
     def reset_prefix_cache(self) -> int:
         """Drop the prefix cache's unreferenced blocks (BlockPool.evict_cached; running requests' blocks stay

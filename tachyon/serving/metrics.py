@@ -63,6 +63,8 @@ _ENGINE_METRICS = (
      ("prefix_cache_hits",)),
     ("prefix_cache_waits", "counter", "Admissions held back a step to share a prefix another request was computing.",
      ("prefix_cache_waits",)),
+    ("late_kernel_compiles", "counter", "Triton kernel compiles after start-up (each stalls the step that needs it).",
+     ("late_kernel_compiles",)),
 )
 
 
