@@ -117,24 +117,31 @@ def _kernel_name(fn: Any) -> str:
     return f"{module}.{name}" if module and name else str(fn)
 
 
-def _cache_hook(**kwargs: Any) -> Any:
-    """Triton's jit_cache_hook: a launch missed the in-memory cache and is about to compile."""
+def _cache_hook(*args: Any, **kwargs: Any) -> Any:
+    """Triton's jit_cache_hook: a launch missed the in-memory cache and is about to compile. Our part never raises
+    into the launch (a hook contract Triton changed shows as a count that stays 0, and one debug line)."""
     prev = _previous.get("cache")
-    skip = prev(**kwargs) if prev is not None else None
-    if not kwargs.get("is_manual_warmup"):
-        key, name, spec = _key(kwargs), _kernel_name(kwargs.get("fn")), str(kwargs.get("repr", ""))
-        for watch in list(_watches):
-            watch._miss(key, name, spec)
+    skip = prev(*args, **kwargs) if prev is not None else None
+    try:
+        if not kwargs.get("is_manual_warmup"):
+            key, name, spec = _key(kwargs), _kernel_name(kwargs.get("fn")), str(kwargs.get("repr", ""))
+            for watch in list(_watches):
+                watch._miss(key, name, spec)
+    except Exception:  # noqa: BLE001 - a diagnostic must not fail the launch
+        log.debug("late-compile watch: unexpected cache-hook arguments", exc_info=True)
     return skip
 
 
-def _post_compile_hook(**kwargs: Any) -> Any:
+def _post_compile_hook(*args: Any, **kwargs: Any) -> Any:
     """Triton's jit_post_compile_hook: the kernel now sits in the in-memory cache."""
     prev = _previous.get("post")
-    out = prev(**kwargs) if prev is not None else None
-    key = _key(kwargs)
-    for watch in list(_watches):
-        watch._done(key)
+    out = prev(*args, **kwargs) if prev is not None else None
+    try:
+        key = _key(kwargs)
+        for watch in list(_watches):
+            watch._done(key)
+    except Exception:  # noqa: BLE001 - as above
+        log.debug("late-compile watch: unexpected post-compile-hook arguments", exc_info=True)
     return out
 
 
