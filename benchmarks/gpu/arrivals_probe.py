@@ -11,7 +11,7 @@ load that long_prefill_token_threshold is for. --arrivals-from takes a `bench se
 of the Poisson draw, so the engine alone runs on the very arrivals a server run saw. Writes arrivals_<tag>.json
 under --out, with each request's TTFT and the Triton compiles after start-up (kernels/late_compiles.py) during the
 warm-up request and the run. --warmup 0 leaves the warm-up request out, so the first request pays whatever start-up
-left cold, as a server's first request does.
+left cold, as a server's first request does; --engine-thread steps the engine on a fresh thread, as the server does.
 
 TTFT runs from a request's scheduled arrival to the step call that returns its first token (`drive`). Before stop 65
 the probe stamped a request when its loop reached it, after the step in flight had ended, and took the engine's own
@@ -30,6 +30,7 @@ import random
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -143,6 +144,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1, choices=(0, 1),
                     help="1: one 8-token request on the first prompt before the run (its kernels and shapes warm); "
                          "0: none, so the first request pays whatever start-up left cold, as a server's does")
+    ap.add_argument("--engine-thread", action="store_true",
+                    help="step the engine on a fresh thread, as the server's AsyncEngine does (after its "
+                         "prepare_thread, which TACHYON_THREAD_WARMUP=0 skips); default: the thread that built it")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -177,7 +181,17 @@ def main() -> None:
         torch.cuda.synchronize()
     params = [SamplingParams(max_tokens=r["max_tokens"], min_tokens=r["max_tokens"] if args.min_tokens else 0,
                              temperature=0.0, ignore_eos=True) for r in reqs]
-    rows, wall = drive(eng, [r["prompt_token_ids"] for r in reqs], params, arrivals, long_ids)
+    prompts = [r["prompt_token_ids"] for r in reqs]
+    prepare_s = None
+    if args.engine_thread:
+        def on_thread():
+            nonlocal prepare_s
+            prepare_s = eng.prepare_thread()
+            return drive(eng, prompts, params, arrivals, long_ids)
+        with ThreadPoolExecutor(1) as pool:
+            rows, wall = pool.submit(on_thread).result()
+    else:
+        rows, wall = drive(eng, prompts, params, arrivals, long_ids)
     tokens = sum(r["tokens"] for r in rows)
     result = dict(shape=args.shape, rate=args.rate, num=len(rows), engine_args=engine_args,
                   policy=eng.config.scheduling_policy, wall_s=wall,
@@ -193,6 +207,7 @@ def main() -> None:
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
                   arrivals_from=args.arrivals_from, min_tokens=args.min_tokens, warmup=args.warmup,
+                  engine_thread=args.engine_thread, prepare_thread_s=prepare_s,
                   late_compiles_warmup=late0, late_compiles_run=eng.late_compiles.count - late0,
                   late_compile_events=[dict(kernel=e.kernel, spec=e.specialization, ms=round(1e3 * (e.seconds or 0), 1))
                                        for e in eng.late_compiles.events],

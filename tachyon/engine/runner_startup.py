@@ -20,6 +20,21 @@ def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtyp
 
 
 class RunnerStartup:
+    def prepare_thread(self) -> float:
+        """CUDA only (else a no-op returning 0): make, on the calling thread, the per-thread state PyTorch creates
+        lazily on a thread's first GEMM (a cuBLAS and a cuBLASLt handle, each with its workspace), so the first
+        step a new thread runs (the server's engine thread, after start-up ran on the main one) does not pay for
+        them. Returns the seconds it took (what that first step would have paid, plus one tiny GEMM each way)."""
+        if self.device.type != "cuda":
+            return 0.0
+        t0 = time.perf_counter()
+        x = torch.zeros(16, 64, dtype=self.dtype, device=self.device)
+        w = torch.zeros(64, 64, dtype=self.dtype, device=self.device)
+        torch.nn.functional.linear(x, w)  # cuBLAS
+        torch.nn.functional.linear(x, w, torch.zeros(64, dtype=self.dtype, device=self.device))  # cuBLASLt (bias)
+        torch.cuda.synchronize(self.device)
+        return time.perf_counter() - t0
+
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
         return [torch.zeros(shape, dtype=self.kv_dtype, device=self.device) for _ in range(self.spec.num_layers)]
