@@ -145,8 +145,8 @@ def main() -> None:
                     help="1: one 8-token request on the first prompt before the run (its kernels and shapes warm); "
                          "0: none, so the first request pays whatever start-up left cold, as a server's does")
     ap.add_argument("--engine-thread", action="store_true",
-                    help="step the engine on a fresh thread, as the server's AsyncEngine does (after its "
-                         "prepare_thread, which TACHYON_THREAD_WARMUP=0 skips); default: the thread that built it")
+                    help="step the engine on a fresh thread, as the server's AsyncEngine does; default: the thread "
+                         "that built it")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -182,14 +182,9 @@ def main() -> None:
     params = [SamplingParams(max_tokens=r["max_tokens"], min_tokens=r["max_tokens"] if args.min_tokens else 0,
                              temperature=0.0, ignore_eos=True) for r in reqs]
     prompts = [r["prompt_token_ids"] for r in reqs]
-    prepare_s = None
     if args.engine_thread:
-        def on_thread():
-            nonlocal prepare_s
-            prepare_s = eng.prepare_thread()
-            return drive(eng, prompts, params, arrivals, long_ids)
         with ThreadPoolExecutor(1) as pool:
-            rows, wall = pool.submit(on_thread).result()
+            rows, wall = pool.submit(drive, eng, prompts, params, arrivals, long_ids).result()
     else:
         rows, wall = drive(eng, prompts, params, arrivals, long_ids)
     tokens = sum(r["tokens"] for r in rows)
@@ -207,7 +202,7 @@ def main() -> None:
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
                   arrivals_from=args.arrivals_from, min_tokens=args.min_tokens, warmup=args.warmup,
-                  engine_thread=args.engine_thread, prepare_thread_s=prepare_s,
+                  engine_thread=args.engine_thread,
                   late_compiles_warmup=late0, late_compiles_run=eng.late_compiles.count - late0,
                   late_compile_events=[dict(kernel=e.kernel, spec=e.specialization, ms=round(1e3 * (e.seconds or 0), 1))
                                        for e in eng.late_compiles.events],

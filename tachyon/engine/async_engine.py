@@ -139,8 +139,6 @@ class AsyncEngine:
     def _loop(self) -> None:
         failed = 0  # consecutive failed steps
         try:
-            secs = self.engine.prepare_thread()
-            log.info("engine thread ready (per-thread GPU state made in %.1f ms)", 1e3 * secs)
             while not self._stop:
                 self._drain_commands()
                 if not self.engine.has_unfinished():

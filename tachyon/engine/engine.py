@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import logging
 import numbers
-import os
 import random
 import threading
 import time
@@ -387,14 +386,6 @@ class LLMEngine:
             prefix_cache_queries=self.scheduler.kv.num_prefix_queried_tokens,
             prefix_cache_hits=self.scheduler.kv.num_prefix_hit_tokens,
             prefix_cache_waits=self.scheduler.num_prefix_waits, late_kernel_compiles=self.late_compiles.count)
-
-    def prepare_thread(self) -> float:
-        """Call first on a thread that will step this engine, other than the one that built it (ModelRunner's
-        prepare_thread: PyTorch's per-thread GEMM handles); returns its seconds. TACHYON_THREAD_WARMUP=0 skips it
-        (an A/B knob: the first step then pays)."""
-        if os.environ.get("TACHYON_THREAD_WARMUP", "1") == "0":
-            return 0.0
-        return self.runner.prepare_thread()
 
     def reset_prefix_cache(self) -> int:
         """Drop the prefix cache's unreferenced blocks (BlockPool.evict_cached; running requests' blocks stay

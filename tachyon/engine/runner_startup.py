@@ -20,21 +20,6 @@ def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtyp
 
 
 class RunnerStartup:
-    def prepare_thread(self) -> float:
-        """CUDA only (else a no-op returning 0): make, on the calling thread, the per-thread state PyTorch creates
-        lazily on a thread's first GEMM (a cuBLAS and a cuBLASLt handle, each with its workspace), so the first
-        step a new thread runs (the server's engine thread, after start-up ran on the main one) does not pay for
-        them. Returns the seconds it took (what that first step would have paid, plus one tiny GEMM each way)."""
-        if self.device.type != "cuda":
-            return 0.0
-        t0 = time.perf_counter()
-        x = torch.zeros(16, 64, dtype=self.dtype, device=self.device)
-        w = torch.zeros(64, 64, dtype=self.dtype, device=self.device)
-        torch.nn.functional.linear(x, w)  # cuBLAS
-        torch.nn.functional.linear(x, w, torch.zeros(64, dtype=self.dtype, device=self.device))  # cuBLASLt (bias)
-        torch.cuda.synchronize(self.device)
-        return time.perf_counter() - t0
-
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
         return [torch.zeros(shape, dtype=self.kv_dtype, device=self.device) for _ in range(self.spec.num_layers)]
@@ -63,8 +48,8 @@ class RunnerStartup:
                                 last_tokens=self.last_tokens)
 
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
-        """Compile, in parallel, the Triton kernels of the profile step, of the eager sampler's penalties, of every
-        decode-graph bucket (and its unfiltered-sampling twin) and of every prefill-graph token bucket (each may
+        """Compile, in parallel, the Triton kernels of the profile step, of the eager sampler (penalties, draws), of
+        every decode-graph bucket (and its unfiltered-sampling twin) and of every prefill-graph token bucket (each may
         take its own attention config): their launches only compile here (kernels/precompile.py), so the profile
         and the graph captures that follow find them compiled (allocate_kv loads their modules before it
         captures). Results are discarded; the shared last-token buffer is reset. What the pass did:
@@ -102,15 +87,20 @@ class RunnerStartup:
         self.last_tokens.zero_()
 
     def _compile_sampler_kernels(self) -> None:
-        """The eager sampler's own Triton kernels (a penalised row's first draw would compile them otherwise):
-        kernels.apply_penalties on a one-row batch of this vocabulary."""
+        """The eager sampler's own Triton kernels, which a live request's first penalised row or first sampled
+        eager draw (an eager prefill, enforce_eager) would compile otherwise: kernels.apply_penalties on a one-row
+        batch of this vocabulary, and kernels.sample on a filtered one-row batch in sampler.sampling_rows' layout
+        (aligned rows: one compile serves every batch size)."""
         from tachyon import kernels
+        from tachyon.engine.sampler import sampling_rows
 
         dev, vocab = self.device, self.spec.vocab_size
         one = torch.zeros(1, dtype=torch.long, device=dev)
         kernels.apply_penalties(torch.zeros(1, vocab, device=dev), one, one,
                                 torch.zeros(1, vocab, dtype=torch.int32, device=dev),
                                 torch.zeros(1, vocab, dtype=torch.bool, device=dev), torch.ones(1, 3, device=dev))
+        kernels.sample(torch.zeros(1, vocab, device=dev), *sampling_rows([1.0], [50], [0.9], [0.05], [1], [0], dev),
+                       out=self.last_tokens[:1])
 
     def _profile_step(self, max_num_batched_tokens: int):
         """Inputs of the largest step (one sequence of min(budget, max_model_len) tokens, slots -1)."""

@@ -49,16 +49,29 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
         logits.view(-1).index_fill_(0, idx, float("-inf"))  # a scalar argument: no copy, no sync
 
 
-def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
-    """Per-row (temperature, top_k, top_p, min_p, seed, step) in the layout kernels.sample takes; a row's step is
-    its num_sampled + step_offset (-1 where the draw's own pending placeholder is already counted)."""
-    ps = [r.params for r in reqs]
-    # two copies, not six; one row a field, so each is contiguous
-    floats = to_device_async(torch.tensor([[p.temperature for p in ps], [p.top_p for p in ps], [p.min_p for p in ps]],
+def sampling_rows(temperature: list[float], top_k: list[int], top_p: list[float], min_p: list[float],
+                  seed: list[int], step: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """The per-row (temperature, top_k, top_p, min_p, seed, step) tensors kernels.sample takes, in two host-to-device
+    copies. Every tensor starts 16-byte aligned whatever the batch size: Triton specialises each pointer on 16-byte
+    alignment, and rows of B elements packed back to back (row k at k * B) compiled, for each B mod 4, other variants
+    of the six sampling kernels than the graphs' and start-up's: on an H100 a live request's first sampled eager draw
+    paid 5.3 s of compiles (stop 66). So each field's row is padded to a multiple of 4 elements."""
+    b = len(temperature)
+    pad = [0] * (-b % 4)
+    floats = to_device_async(torch.tensor([list(temperature) + pad, list(top_p) + pad, list(min_p) + pad],
                                           dtype=torch.float32), device)
-    ints = to_device_async(torch.tensor([[p.top_k for p in ps], [r.sample_seed for r in reqs],
-                                         [r.num_sampled + step_offset for r in reqs]], dtype=torch.int64), device)
-    return floats[0], ints[0].to(torch.int32), floats[1], floats[2], ints[1], ints[2]
+    ints = to_device_async(torch.tensor([list(top_k) + pad, list(seed) + pad, list(step) + pad], dtype=torch.int64),
+                           device)
+    return floats[0, :b], ints[0, :b].to(torch.int32), floats[1, :b], floats[2, :b], ints[1, :b], ints[2, :b]
+
+
+def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:
+    """`sampling_rows` of these requests; a row's step is its num_sampled + step_offset (-1 where the draw's own
+    pending placeholder is already counted)."""
+    ps = [r.params for r in reqs]
+    return sampling_rows([p.temperature for p in ps], [p.top_k for p in ps], [p.top_p for p in ps],
+                         [p.min_p for p in ps], [r.sample_seed for r in reqs],
+                         [r.num_sampled + step_offset for r in reqs], device)
 
 
 def logprobs_on_device(raw_logits: torch.Tensor, tokens: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:

@@ -273,31 +273,3 @@ def test_async_engine_overlap_streams_beside_chunked_prompts(tiny_llama):
     finally:
         eng.shutdown()
 
-
-def test_engine_thread_prepares_itself_before_its_first_step(tiny_llama, monkeypatch):
-    """AsyncEngine's thread runs LLMEngine.prepare_thread (PyTorch's per-thread GEMM handles on CUDA) on itself,
-    once, before any step; TACHYON_THREAD_WARMUP=0 skips the runner's part; on the CPU the runner's part is free."""
-    import threading
-
-    from tachyon.config import EngineConfig
-    from tachyon.engine.engine import LLMEngine
-
-    engine = LLMEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256))
-    assert engine.runner.prepare_thread() == 0.0
-    calls = []
-    monkeypatch.setattr(engine.runner, "prepare_thread", lambda: calls.append(threading.current_thread().name) or 0.5)
-    monkeypatch.setenv("TACHYON_THREAD_WARMUP", "0")
-    assert engine.prepare_thread() == 0.0 and calls == []
-    monkeypatch.delenv("TACHYON_THREAD_WARMUP")
-    steps_before = []
-    real_step = engine.step
-    monkeypatch.setattr(engine, "step", lambda: steps_before.append(list(calls)) or real_step())
-    eng = AsyncEngine(engine=engine)
-    try:
-        out = asyncio.run(_collect(eng, [5, 6, 7, 8], SamplingParams(temperature=0, max_tokens=3, ignore_eos=True),
-                                   "r"))
-        assert len(out.outputs[0].token_ids) == 3
-    finally:
-        eng.shutdown()
-    assert calls == ["tachyon-engine"]
-    assert steps_before and all(c == ["tachyon-engine"] for c in steps_before)
