@@ -146,3 +146,18 @@ def test_cpu_engine_reports_zero(tiny_llama):
     llm = LLM(tiny_llama, device="cpu")
     assert not llm.engine.late_compiles.armed
     assert llm.engine.stats().late_kernel_compiles == 0
+
+
+def test_an_engine_starting_up_is_not_late(hooks):
+    """A second engine's start-up (a multi-model server builds them one after another) does not count as late for
+    the first's watch; counting resumes when it ends."""
+    runtime, _ = hooks
+    watch = LateCompileWatch()
+    watch.arm()
+    with late_compiles.engine_starting():
+        with late_compiles.engine_starting():
+            _launch_miss(runtime, "i32")
+        _launch_miss(runtime, "i64")
+    assert watch.count == 0
+    _launch_miss(runtime, "i1")
+    assert watch.count == 1

@@ -23,7 +23,7 @@ from tachyon.engine.runner_startup import kv_cache_bytes_per_block
 from tachyon.engine.sampler import feed_matchers, logprob_dict
 from tachyon.engine.scheduler import Scheduler, SchedulerOutput
 from tachyon.engine.structured import GrammarCompiler
-from tachyon.kernels.late_compiles import LateCompileWatch, log_late_compile
+from tachyon.kernels.late_compiles import LateCompileWatch, engine_starting, log_late_compile
 from tachyon.models.loader import load_model, load_tokenizer, resolve_model
 from tachyon.sampling import RequestOutput, SamplingParams
 
@@ -66,6 +66,14 @@ _INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "
 
 class LLMEngine:
     def __init__(self, config: EngineConfig):
+        with engine_starting():  # no armed watch counts this start-up's compiles (another engine's, one process)
+            self._start_up(config)
+        # Triton compiles from here on: each stalls the step that launches it (logged; stats().late_kernel_compiles)
+        self.late_compiles = LateCompileWatch(log_late_compile)
+        if self.device.type == "cuda":
+            self.late_compiles.arm()
+
+    def _start_up(self, config: EngineConfig) -> None:
         self.config = config
         t0 = time.perf_counter()
         self.device = config.resolved_device()
@@ -130,10 +138,6 @@ class LLMEngine:
         self._children: dict[str, Request] = {}
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
-        # Triton compiles from here on: each stalls the step that launches it (logged; stats().late_kernel_compiles)
-        self.late_compiles = LateCompileWatch(log_late_compile)
-        if self.device.type == "cuda":
-            self.late_compiles.arm()
 
     # ---- set-up -------------------------------------------------------------------------------
     def _require_fp8_device(self, what: str) -> None:

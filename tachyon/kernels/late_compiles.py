@@ -5,8 +5,10 @@ and its specialisation, so a serving TTFT outlier can be told from one.
 
 Triton calls `knobs.runtime.jit_cache_hook` on every in-memory cache miss, before compiling (a hook returning
 True would skip the compile; ours never does), and `jit_post_compile_hook` once the kernel is in the cache. One
-process-wide pair of hooks fans out to every armed watch, and calls through to hooks installed before it. CUDA
-graph replays launch no Python and never miss. Without Triton's knobs (triton < 3.4) a watch arms nothing.
+process-wide pair of hooks fans out to every armed watch, and calls through to hooks installed before it. While any
+engine starts up (`engine_starting`) no watch counts: a second engine's start-up in the same process (a multi-model
+server) is not late for the first, though a late compile of the first's during it goes uncounted. CUDA graph
+replays launch no Python and never miss. Without Triton's knobs (triton < 3.4) a watch arms nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +96,20 @@ def log_late_compile(event: LateCompile) -> None:
 
 _watches: weakref.WeakSet[LateCompileWatch] = weakref.WeakSet()
 _registry_lock = threading.Lock()
+_starting = 0  # engines inside engine_starting()
+
+
+@contextmanager
+def engine_starting() -> Iterator[None]:
+    """An engine's start-up: its compiles are not late for any watch (nestable, any thread)."""
+    global _starting
+    with _registry_lock:
+        _starting += 1
+    try:
+        yield
+    finally:
+        with _registry_lock:
+            _starting -= 1
 _installed = False
 _previous: dict[str, Any] = {}
 
@@ -123,7 +140,7 @@ def _cache_hook(*args: Any, **kwargs: Any) -> Any:
     prev = _previous.get("cache")
     skip = prev(*args, **kwargs) if prev is not None else None
     try:
-        if not kwargs.get("is_manual_warmup"):
+        if not kwargs.get("is_manual_warmup") and not _starting:
             key, name, spec = _key(kwargs), _kernel_name(kwargs.get("fn")), str(kwargs.get("repr", ""))
             for watch in list(_watches):
                 watch._miss(key, name, spec)
