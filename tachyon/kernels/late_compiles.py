@@ -25,12 +25,13 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _MAX_KEPT = 64  # events a watch keeps; the count goes on past it
+_MAX_SPEC = 1500  # characters of a specialisation kept
 
 
 @dataclass
 class LateCompile:
     """One cache miss after arming: the kernel's qualified name, Triton's description of the specialisation
-    (`repr`: launch options and argument types), when it began (time.monotonic) and how long until the kernel sat
+    (its `repr`, launch options and argument types, then its cache key), when it began (time.monotonic) and how long until the kernel sat
     in the cache (None while in flight, or when Triton compiled asynchronously and has not finished)."""
 
     kernel: str
@@ -141,7 +142,10 @@ def _cache_hook(*args: Any, **kwargs: Any) -> Any:
     skip = prev(*args, **kwargs) if prev is not None else None
     try:
         if not kwargs.get("is_manual_warmup") and not _starting:
-            key, name, spec = _key(kwargs), _kernel_name(kwargs.get("fn")), str(kwargs.get("repr", ""))
+            key, name = _key(kwargs), _kernel_name(kwargs.get("fn"))
+            # Triton's repr (launch options, argument types) is cut short on some versions: the cache key, which
+            # holds each argument's specialisation (pointer alignment, ints equal to 1 or divisible by 16), goes too
+            spec = f"{kwargs.get('repr', '')} key={kwargs.get('key')!s}"[:_MAX_SPEC]
             for watch in list(_watches):
                 watch._miss(key, name, spec)
     except Exception:  # noqa: BLE001 - a diagnostic must not fail the launch
