@@ -30,9 +30,9 @@ _MAX_SPEC = 1500  # characters of a specialisation kept
 
 @dataclass
 class LateCompile:
-    """One cache miss after arming: the kernel's qualified name, Triton's description of the specialisation
-    (its `repr`, launch options and argument types, then its cache key), when it began (time.monotonic) and how long until the kernel sat
-    in the cache (None while in flight, or when Triton compiled asynchronously and has not finished)."""
+    """One cache miss after arming: the kernel's qualified name, Triton's description of the specialisation (its
+    `repr`, launch options and argument types, then its cache key), when it began (time.monotonic) and how long until
+    the kernel sat in the cache (None while in flight, or when Triton compiled asynchronously and has not finished)."""
 
     kernel: str
     specialization: str
