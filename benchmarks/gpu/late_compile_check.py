@@ -71,7 +71,8 @@ def main() -> None:
         rows.append(dict(kind=name, requests=len(batch), late_compiles=watch.count - before,
                          wall_ms=round(1e3 * wall, 1), events=events))
         print(f"{name:28s} late {watch.count - before:2d}  {1e3 * wall:8.1f} ms  {events}", flush=True)
-    result = dict(shape=args.shape, git_sha=os.environ.get("TACHYON_GIT_SHA"), engine_args=engine_args, armed=watch.armed, total_late=watch.count, kinds=rows)
+    result = dict(shape=args.shape, git_sha=os.environ.get("TACHYON_GIT_SHA"), engine_args=engine_args,
+                  armed=watch.armed, total_late=watch.count, kinds=rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"late_compiles_{Path(args.shape).name}.json").write_text(json.dumps(result, indent=1))
