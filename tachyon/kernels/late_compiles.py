@@ -91,7 +91,7 @@ class LateCompileWatch:
 
 def log_late_compile(event: LateCompile) -> None:
     """The engine's `on_compile`: one warning per late compile."""
-    log.warning("Triton compiled %s after start-up in %.0f ms (a launch start-up's compile pass did not cover): %s",
+    log.warning("Triton compiled %s after start-up in %.0f ms (a launch the start-up compile pass did not cover): %s",
                 event.kernel, 1e3 * (event.seconds or 0.0), event.specialization)
 
 
@@ -111,8 +111,10 @@ def engine_starting() -> Iterator[None]:
     finally:
         with _registry_lock:
             _starting -= 1
+
+
 _installed = False
-_previous: dict[str, Any] = {}
+_previous: dict[str, Any] = {}  # the hooks installed before ours ("cache", "post"), called through
 
 
 def _knobs():

@@ -272,4 +272,3 @@ def test_async_engine_overlap_streams_beside_chunked_prompts(tiny_llama):
         assert eng.is_healthy() and eng.engine.runner.num_launched > 0 and any(held)
     finally:
         eng.shutdown()
-
