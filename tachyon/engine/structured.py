@@ -12,6 +12,7 @@ stopped, or that fails, allows only the EOS tokens, so its request ends instead 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -20,6 +21,8 @@ import torch
 
 from tachyon.engine.staging import to_device_async
 from tachyon.sampling import StructuredOutputsParams
+
+log = logging.getLogger(__name__)
 
 # JSON is generated with fixed separators, as json.dumps writes it: llguidance's default lets whitespace run between
 # tokens, where a weak model can spend its whole output (a schema's "x-guidance" options override this).
@@ -46,6 +49,14 @@ class GrammarCompiler:
         self.eos_token_ids = list(eos_token_ids)
         self._lltok = None
         self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        """Build the llguidance tokenizer now (a server calls it on a background thread at start, so its first
+        structured request does not wait for it). Failures are left for that request to raise."""
+        try:
+            self._ll_tokenizer()
+        except Exception:  # noqa: BLE001 - no llguidance or no tokenizer: the request that needs it says so
+            log.debug("llguidance tokenizer not prepared", exc_info=True)
 
     def _ll_tokenizer(self):
         with self._lock:
@@ -81,7 +92,14 @@ class GrammarCompiler:
         llg = _llguidance()
         field = next(n for n in ("json", "regex", "choice", "grammar", "json_object")
                      if getattr(spec, n) not in (None, False))
-        m = llg.LLMatcher(self._ll_tokenizer(), self.grammar(spec))  # a grammar that fails leaves it erred
+        grammar = self.grammar(spec)
+        validate = getattr(llg.LLMatcher, "validate_grammar", None)
+        error = validate(grammar) if validate is not None else ""  # no tokenizer needed: bad input fails fast
+        if isinstance(error, tuple):  # (is_error, messages) in some llguidance releases
+            error = "; ".join(error[1]) if error[0] else ""
+        if error:
+            raise ValueError(f"structured_outputs.{field}: {error[:300]}")
+        m = llg.LLMatcher(self._ll_tokenizer(), grammar)  # a grammar that fails leaves it erred
         if m.is_error():
             raise ValueError(f"structured_outputs.{field}: {m.get_error()[:300]}")
         return m

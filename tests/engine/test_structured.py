@@ -214,3 +214,54 @@ def test_prefetched_masks_give_the_same_outputs(tiny_llama, monkeypatch):
     assert with_prefetch == without and none == 0
     n_tokens = sum(len(t) for t in with_prefetch[:4])
     assert served >= n_tokens - 4 * 2, (served, n_tokens)  # all but each row's first mask (and a prompt's end)
+
+
+def test_bad_grammar_fails_without_the_llguidance_tokenizer(llm, monkeypatch):
+    """Grammars are validated before the (~0.4 s) llguidance tokenizer is built: bad input is rejected in
+    milliseconds even by a compiler that has none yet; a good grammar still gets a matcher."""
+    from tachyon.engine.structured import GrammarCompiler
+
+    engine = llm.engine
+    fresh = GrammarCompiler(engine.tokenizer, engine.spec.vocab_size, engine.spec.eos_token_ids)
+
+    def no_tokenizer():
+        raise AssertionError("built the llguidance tokenizer for a grammar that does not compile")
+
+    monkeypatch.setattr(fresh, "_ll_tokenizer", no_tokenizer)
+    for spec, field in [(StructuredOutputsParams(regex="[a-"), "regex"),
+                        (StructuredOutputsParams(grammar="start: missing_rule"), "grammar"),
+                        (StructuredOutputsParams(json={"type": "strin"}), "json")]:
+        with pytest.raises(ValueError, match=re.escape(f"structured_outputs.{field}: ")):
+            fresh.matcher(spec)
+    monkeypatch.undo()
+    assert not fresh.matcher(StructuredOutputsParams(regex="[a-z]+")).is_error()
+
+
+def test_prepare_builds_the_tokenizer_and_swallows_failure(llm):
+    from tachyon.engine.structured import GrammarCompiler
+
+    engine = llm.engine
+    ready = GrammarCompiler(engine.tokenizer, engine.spec.vocab_size, engine.spec.eos_token_ids)
+    ready.prepare()
+    assert ready._lltok is not None
+    none = GrammarCompiler(None, engine.spec.vocab_size, engine.spec.eos_token_ids)
+    none.prepare()  # no tokenizer: nothing built, nothing raised; the request that needs it says why
+    with pytest.raises(ValueError, match="needs a tokenizer"):
+        none.matcher(StructuredOutputsParams(regex="a"))
+
+
+def test_async_engine_prepares_grammars_in_the_background(tiny_llama):
+    import time
+
+    from tachyon.config import EngineConfig
+    from tachyon.engine.async_engine import AsyncEngine
+
+    eng = AsyncEngine(EngineConfig(model=tiny_llama, device="cpu", dtype="float32", max_model_len=256))
+    try:
+        for _ in range(300):
+            if eng.engine.grammars._lltok is not None:
+                break
+            time.sleep(0.02)
+        assert eng.engine.grammars._lltok is not None
+    finally:
+        eng.shutdown()
