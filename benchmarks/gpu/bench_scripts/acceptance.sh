@@ -6,13 +6,14 @@
 #   nano_7    Qwen2.5-7B nano256 (as nano_06), nvidia-smi at 100 ms beside it (clock, power, throttle reasons, GPU °C)
 #   hf_7      Qwen2.5-7B bs1 and seed8 (--repeats 3)
 #   tests     the GPU kernel tests at real sizes (tests/test_kernels*.py, 8 workers)
+#   late      late_compile_check.py on Qwen2.5-7B and Qwen3-0.6B: no request kind may compile Triton after start-up
 # ENGINE_ARGS="k=v ..." passes engine arguments to Tachyon in every step (e.g. scheduling_policy=flat), recorded in
 # each JSON's engine_args. Usage (device, repo root; carry .whl):
 #   TACHYON_GIT_SHA=<sha> [ENGINE_ARGS=...] bash benchmarks/gpu/bench_scripts/acceptance.sh startup,bs1_06,...
 . benchmarks/gpu/bench_scripts/env.sh
 export GIT_SHA=$TACHYON_GIT_SHA
 R=/tmp/acceptance
-mkdir -p $R/startup $R/offline
+mkdir -p $R/startup $R/offline $R/late
 pack() { tar czf $OUT/acceptance.tgz -C $R .; }
 rows() { grep "runs:\|warm-up\|^| \(hf\|tachyon\) \|Error\|error\|FAILED"; }
 EA=""
@@ -48,6 +49,11 @@ for s in ${1//,/ }; do
       done ;;
     tests)
       timeout 150 python3 -m pytest -q -n 8 tests/test_kernels*.py 2>&1 | tail -3 | tee $R/gpu_tests.txt ;;
+    late)
+      for m in qwen2.5-7b qwen3-0.6b; do
+        timeout 150 python3 benchmarks/gpu/late_compile_check.py --shape $m $EA --out $R/late > $R/late/$m.log 2>&1
+        echo "$m late-compile check rc $? $(tail -1 $R/late/$m.log)"
+      done ;;
     *)
       echo "unknown step $s" ;;
   esac
