@@ -147,6 +147,9 @@ def main() -> None:
     ap.add_argument("--engine-thread", action="store_true",
                     help="step the engine on a fresh thread, as the server's AsyncEngine does; default: the thread "
                          "that built it")
+    ap.add_argument("--idle-before", type=float, default=0.0, metavar="S",
+                    help="sleep S seconds after start-up (and the warm-up) before the first arrival, as a server "
+                         "idles before its first request (the GPU's clocks may drop meanwhile)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -182,6 +185,7 @@ def main() -> None:
     params = [SamplingParams(max_tokens=r["max_tokens"], min_tokens=r["max_tokens"] if args.min_tokens else 0,
                              temperature=0.0, ignore_eos=True) for r in reqs]
     prompts = [r["prompt_token_ids"] for r in reqs]
+    time.sleep(args.idle_before)
     if args.engine_thread:
         with ThreadPoolExecutor(1) as pool:
             rows, wall = pool.submit(drive, eng, prompts, params, arrivals, long_ids).result()
@@ -202,7 +206,7 @@ def main() -> None:
                   prefill_launched=runner.num_prefills_launched - kinds["prefill_launched"],
                   decode_launched=runner.num_launched - kinds["decode_launched"],
                   arrivals_from=args.arrivals_from, min_tokens=args.min_tokens, warmup=args.warmup,
-                  engine_thread=args.engine_thread,
+                  engine_thread=args.engine_thread, idle_before_s=args.idle_before,
                   late_compiles_warmup=late0, late_compiles_run=eng.late_compiles.count - late0,
                   late_compile_events=[dict(kernel=e.kernel, spec=e.specialization, ms=round(1e3 * (e.seconds or 0), 1))
                                        for e in eng.late_compiles.events],
