@@ -95,8 +95,6 @@ class GrammarCompiler:
         grammar = self.grammar(spec)
         validate = getattr(llg.LLMatcher, "validate_grammar", None)
         error = validate(grammar) if validate is not None else ""  # no tokenizer needed: bad input fails fast
-        if isinstance(error, tuple):  # (is_error, messages) in some llguidance releases
-            error = "; ".join(error[1]) if error[0] else ""
         if error:
             raise ValueError(f"structured_outputs.{field}: {error[:300]}")
         m = llg.LLMatcher(self._ll_tokenizer(), grammar)  # a grammar that fails leaves it erred
