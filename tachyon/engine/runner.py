@@ -295,11 +295,15 @@ class ModelRunner(RunnerStartup):
         src = [self._prev_rows[id(r)] if r.num_pending else -1 for r in reqs]
         if self.graphs is not None:
             return self.graphs.run(reqs, src)[0]  # the graph itself writes last_tokens[:bs]
+        return self._draw(self._eager_decode_hidden(sched, src), reqs)
+
+    def _eager_decode_hidden(self, sched: SchedulerOutput, src: list[int]) -> torch.Tensor:
+        """An eager decode step's final hidden states (one row per request); request i's input token is
+        last_tokens[src[i]] where src[i] >= 0, else its last known token. Start-up's eager probes run it too."""
         batch = build_batch(sched, self.block_size, self.device)
         src_t = torch.tensor(src, dtype=torch.int64, device=self.device)
         x = kernels.embed_step(self.model.embed_tokens.weight, batch.input_ids, src_t, self.last_tokens)
-        hidden = self.model(None, batch.positions, batch.meta, inputs_embeds=x)
-        return self._draw(hidden, reqs)
+        return self.model(None, batch.positions, batch.meta, inputs_embeds=x)
 
     def _launch_mixed(self, sched: SchedulerOutput) -> torch.Tensor:
         """A `_mixed_launchable` step: decode rows whose token is pending read it from the previous step's row.
@@ -315,9 +319,14 @@ class ModelRunner(RunnerStartup):
         self.num_prefills_launched += 1
         if self.prefill_graphs is not None and self.prefill_graphs.fits(sched):
             return self.prefill_graphs.run(sched)[0]  # built on last_tokens: its sampler writes them there
+        return self._draw(self._eager_prefill_hidden(sched), sched.requests)
+
+    def _eager_prefill_hidden(self, sched: SchedulerOutput) -> torch.Tensor:
+        """An eager prefill step's final hidden states of its logits rows (one per request: every request of a
+        launched prefill samples). Start-up's eager probes run it too."""
         batch = build_batch(sched, self.block_size, self.device, keep_logits_rows=prune_last_layer())
         hidden = self.model(batch.input_ids, batch.positions, batch.meta, keep=batch.keep)
-        return self._draw(batch.logits_hidden(hidden), sched.requests)
+        return batch.logits_hidden(hidden)
 
     def _draw(self, hidden: torch.Tensor, reqs: list[Request]) -> torch.Tensor:
         """Sample one token per row of `hidden` (one row per request) into last_tokens[:len(reqs)]; returns the

@@ -19,6 +19,39 @@ def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtyp
     return 2 * spec.num_layers * block_size * spec.num_kv_heads * spec.head_dim * elem
 
 
+class _ZeroTokens:
+    """A stand-in sequence's token ids: `n` zeros, sliced without holding them."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: slice) -> list[int]:
+        return [0] * len(range(*index.indices(self.n)))
+
+
+class _ProbeSequence:
+    """What batch.build_batch reads of a request, for the eager compile probes: `context` tokens of which the last
+    `query` are new, every block the cache's block 0."""
+
+    def __init__(self, context: int, query: int, block_size: int):
+        self.token_ids = _ZeroTokens(context)
+        self.num_tokens = context
+        self.num_computed_tokens = context - query
+        self.block_ids = [0] * -(-context // block_size)
+
+    def wants_prompt_logprobs(self) -> bool:
+        return False
+
+
+def _probe_step(seqs: list[_ProbeSequence]):
+    from tachyon.engine.scheduler import SchedulerOutput
+
+    return SchedulerOutput(requests=seqs, num_new_tokens=[s.num_tokens - s.num_computed_tokens for s in seqs])
+
+
 class RunnerStartup:
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -50,10 +83,10 @@ class RunnerStartup:
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
         """Compile, in parallel, the Triton kernels of the profile step, of the eager sampler (penalties, draws), of
         every decode-graph bucket (and its unfiltered-sampling twin) and of every prefill-graph token bucket (each may
-        take its own attention config): their launches only compile here (kernels/precompile.py), so the profile
-        and the graph captures that follow find them compiled (allocate_kv loads their modules before it
-        captures). Results are discarded; the shared last-token buffer is reset. What the pass did:
-        self.compile_pass (kernels/precompile.CompilePass)."""
+        take its own attention config), or without graphs of every eager step class (_compile_eager_steps): their
+        launches only compile here (kernels/precompile.py), so the profile and the graph captures that follow find
+        them compiled (allocate_kv loads their modules before it captures). Results are discarded; the shared
+        last-token buffer is reset. What the pass did: self.compile_pass (kernels/precompile.CompilePass)."""
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -63,6 +96,8 @@ class RunnerStartup:
             hidden = self.model(ids, positions, meta)
             self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
             self._compile_sampler_kernels()
+            if not self.use_cuda_graphs:
+                self._compile_eager_steps(t)
             if self.use_cuda_graphs:
                 probe = self._graph_runner()
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
@@ -101,6 +136,27 @@ class RunnerStartup:
                                 torch.zeros(1, vocab, dtype=torch.bool, device=dev), torch.ones(1, 3, device=dev))
         kernels.sample(torch.zeros(1, vocab, device=dev), *sampling_rows([1.0], [50], [0.9], [0.05], [1], [0], dev),
                        out=self.last_tokens[:1])
+
+    def _compile_eager_steps(self, max_tokens: int) -> None:
+        """Without graphs (enforce_eager), inside the compile pass: one eager decode step per decode class, one
+        eager prefill step per class of its kept rows' attention and one per prefill-attention tile
+        (engine/eager_probes.py), through the runner's own eager step functions, on stand-in sequences whose
+        every block is the warm-up cache's one block. Results are discarded."""
+        from tachyon.engine import eager_probes as probes
+
+        spec, dev, kv = self.spec, self.device, self.kv_dtype
+        for batch, context in probes.decode_probe_shapes(self.max_num_seqs, self.max_model_len, spec.num_kv_heads,
+                                                         dev, kv):
+            seqs = [_ProbeSequence(context, 1, self.block_size) for _ in range(batch)]
+            self.model.compute_logits(self._eager_decode_hidden(_probe_step(seqs), [-1] * batch))
+        shapes = [(batch, context, probes.KEPT_QUERY) for batch, context in probes.kept_probe_shapes(
+            self.max_num_seqs, self.max_model_len, max_tokens, spec.num_kv_heads, dev, kv)]
+        shapes += [(1, q, q) for q in probes.prefill_probe_lengths(max_tokens, spec.num_heads, spec.num_kv_heads,
+                                                                     self.dtype)]
+        for batch, context, query in shapes:
+            seqs = [_ProbeSequence(context, query, self.block_size) for _ in range(batch)]
+            self.model.compute_logits(self._eager_prefill_hidden(_probe_step(seqs)))
+        self.last_tokens.zero_()
 
     def _profile_step(self, max_num_batched_tokens: int):
         """Inputs of the largest step (one sequence of min(budget, max_model_len) tokens, slots -1)."""
