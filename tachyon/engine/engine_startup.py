@@ -67,6 +67,8 @@ class EngineStartup:
                                    eager_runs=dict(self.runner.eager_runs), warmup=dict(self.runner.warmup_parts_s))
         if self.runner.compile_pass:  # its kernels, the seconds of its steps and of the compiles left, its loads
             self.startup_detail["warmup"]["compile_pass"] = self.runner.compile_pass.summary()
+        if self.runner.eager_compile_pass:
+            self.startup_detail["warmup"]["eager_compile_pass"] = self.runner.eager_compile_pass.summary()
         log.info("engine ready in %.1f s (load %.1f, warm-up %.1f, KV cache + graphs %.1f)", self.startup["total_s"],
                  self.startup["load_s"], self.startup["warmup_s"], self.startup["kv_and_graphs_s"])
         self.pool = BlockPool(num_blocks, config.block_size)

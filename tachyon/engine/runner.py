@@ -105,6 +105,7 @@ class ModelRunner(RunnerStartup):
         self.capture_s: dict[str, float] = {}  # allocate_kv's parts (s)
         self.warmup_parts_s: dict[str, object] = {}  # warm_up's parts (s)
         self.compile_pass = None  # the warm-up's compile pass (kernels/precompile.CompilePass), once run
+        self.eager_compile_pass = None  # its second pass, the eager step classes' (modules loaded on first launch)
         self.num_graphs: dict[str, int] = {}  # graphs captured per family
         self.eager_runs: dict[str, int] = {}  # of those, captures that needed an eager run first
         self.profile: dict = {}  # warm_up's kernel choices and profile_kv_budget's memory figures (CUDA)

@@ -83,10 +83,12 @@ class RunnerStartup:
     def _compile_kernels(self, ids: torch.Tensor, positions: torch.Tensor, meta, t: int) -> None:
         """Compile, in parallel, the Triton kernels of the profile step, of the eager sampler (penalties, draws), of
         every decode-graph bucket (and its unfiltered-sampling twin) and of every prefill-graph token bucket (each may
-        take its own attention config), or without graphs of every eager step class (_compile_eager_steps): their
-        launches only compile here (kernels/precompile.py), so the profile and the graph captures that follow find
-        them compiled (allocate_kv loads their modules before it captures). Results are discarded; the shared
-        last-token buffer is reset. What the pass did: self.compile_pass (kernels/precompile.CompilePass)."""
+        take its own attention config): their launches only compile here (kernels/precompile.py), so the profile
+        and the graph captures that follow find them compiled (allocate_kv loads their modules before it captures).
+        Then, in a second pass whose modules load only when first launched, every eager step class
+        (_compile_eager_steps: enforce_eager's steps, and with graphs the steps no graph takes, such as a long
+        prompt's prefill). Results are discarded; the shared last-token buffer is reset. What the passes did:
+        self.compile_pass, self.eager_compile_pass (kernels/precompile.CompilePass)."""
         from tachyon.kernels.precompile import compile_only
 
         with compile_only(self.device) as compiling:
@@ -96,8 +98,6 @@ class RunnerStartup:
             hidden = self.model(ids, positions, meta)
             self.model.compute_logits(hidden[-min(t, self.max_num_seqs):]).float()
             self._compile_sampler_kernels()
-            if not self.use_cuda_graphs:
-                self._compile_eager_steps(t)
             if self.use_cuda_graphs:
                 probe = self._graph_runner()
                 probe.pad_inputs()  # as at capture: padding rows read their (valid) input ids
@@ -109,8 +109,8 @@ class RunnerStartup:
                 if self.prefill_graph_tokens:
                     prefill = self._prefill_graph_runner()
                     prefill.pad_inputs()
-                    for t in prefill.token_buckets:  # the sequence bucket changes no kernel variant
-                        prefill._step(t, min(t, prefill.max_seqs))
+                    for tokens in prefill.token_buckets:  # the sequence bucket changes no kernel variant
+                        prefill._step(tokens, min(tokens, prefill.max_seqs))
                     self.last_tokens.zero_()
                 if self.mixed_graph_tokens:
                     mixed = self._mixed_graph_runner()
@@ -119,6 +119,13 @@ class RunnerStartup:
                         mixed._step(*key)
                         self.last_tokens.zero_()
         torch.cuda.synchronize()
+        if compiling:
+            # a pass of its own: allocate_kv loads only the first pass's modules before it captures, so the
+            # graphs' start-up layout is the same with or without these
+            with compile_only(self.device) as eager_pass:
+                self._compile_eager_steps(t)
+            self.eager_compile_pass = eager_pass
+            torch.cuda.synchronize()
         self.last_tokens.zero_()
 
     def _compile_sampler_kernels(self) -> None:
@@ -138,7 +145,7 @@ class RunnerStartup:
                        out=self.last_tokens[:1])
 
     def _compile_eager_steps(self, max_tokens: int) -> None:
-        """Without graphs (enforce_eager), inside the compile pass: one eager decode step per decode class, one
+        """Inside a compile pass: one eager decode step per decode class, one
         eager prefill step per class of its kept rows' attention and one per prefill-attention tile
         (engine/eager_probes.py), through the runner's own eager step functions, on stand-in sequences whose
         every block is the warm-up cache's one block. Results are discarded."""

@@ -98,3 +98,41 @@ def test_runner_probe_pass_runs_its_eager_steps(tiny_qwen3, monkeypatch):
     # the probes wrote only the scratch cache: the engine's tokens are unchanged
     llm.engine.reset_prefix_cache()
     assert llm.generate([[5, 6, 7, 8, 9]], greedy)[0].outputs[0].token_ids == before
+
+
+def test_eager_steps_compile_in_a_second_pass(tiny_llama, monkeypatch):
+    """The eager step classes compile in a pass after the first (whose modules allocate_kv loads before capture),
+    at the profile step's token count; the engine keeps both passes."""
+    from contextlib import contextmanager
+
+    import tachyon.kernels.precompile as precompile
+
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, block_size=4, max_num_seqs=4,
+              max_num_batched_tokens=96)
+    r = llm.engine.runner
+    events = []
+
+    class FakePass:
+        def __init__(self, n):
+            self.n = n
+
+        def __bool__(self):
+            return True
+
+    @contextmanager
+    def fake_compile_only(device):
+        events.append(("enter", len(events)))
+        yield FakePass(len(events))
+        events.append(("exit", len(events)))
+
+    monkeypatch.setattr(precompile, "compile_only", fake_compile_only)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(r, "_compile_eager_steps", lambda t: events.append(("eager", t)))
+    r.model.bind_kv_cache(r._new_caches(1))
+    try:
+        r._compile_kernels(*r._profile_step(96))
+    finally:
+        r.model.bind_kv_cache(r.kv_caches)
+    assert [e[0] for e in events] == ["enter", "exit", "enter", "eager", "exit"]
+    assert ("eager", 96) in events
+    assert r.compile_pass is not r.eager_compile_pass and r.eager_compile_pass.n == 3
