@@ -1,5 +1,6 @@
-"""The step shapes that start-up's compile pass runs eagerly when the engine has no CUDA graphs (enforce_eager), so
-that no live eager step compiles a Triton kernel late.
+"""The eager step shapes that start-up compiles (runner_startup's second compile pass), so that no live eager step
+compiles a Triton kernel late: every step without graphs (enforce_eager), and with graphs the steps no graph takes
+(a prompt longer than the prefill graphs, a batch a graph cannot run).
 
 An eager step launches its kernels at the batch's own sizes (batch, longest context, longest query), where the
 graphs launch at their buckets and max_model_len; each Triton variant it can pick is set by a few launch classes

@@ -145,10 +145,10 @@ class RunnerStartup:
                        out=self.last_tokens[:1])
 
     def _compile_eager_steps(self, max_tokens: int) -> None:
-        """Inside a compile pass: one eager decode step per decode class, one
-        eager prefill step per class of its kept rows' attention and one per prefill-attention tile
-        (engine/eager_probes.py), through the runner's own eager step functions, on stand-in sequences whose
-        every block is the warm-up cache's one block. Results are discarded."""
+        """Inside a compile pass: one eager decode step per decode class, one eager prefill step per class of its
+        kept rows' attention and one per prefill-attention tile (engine/eager_probes.py; the smallest batch of each
+        class), through the runner's own eager step functions, on stand-in sequences whose every block is the
+        warm-up cache's one block. Results are discarded."""
         from tachyon.engine import eager_probes as probes
 
         spec, dev, kv = self.spec, self.device, self.kv_dtype
