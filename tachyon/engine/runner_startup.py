@@ -4,11 +4,14 @@ graphs). A mixin: it reads and sets ModelRunner's attributes (model, spec, sizes
 
 from __future__ import annotations
 
+import logging
 import time
 
 import torch
 
 from tachyon.models.spec import ModelSpec
+
+log = logging.getLogger("tachyon.engine")
 
 PREFILL_GRAPH_SEQS = 8  # most requests in one graphed prefill / mixed step
 MIXED_GRAPH_DECODES = 256  # most decode rows beside the prompt chunk of one graphed mixed step
@@ -123,7 +126,11 @@ class RunnerStartup:
             # a pass of its own: allocate_kv loads only the first pass's modules before it captures, so the
             # graphs' start-up layout is the same with or without these
             with compile_only(self.device) as eager_pass:
-                self._compile_eager_steps(t)
+                try:
+                    self._compile_eager_steps(t)
+                except Exception:  # best effort: a live step of that shape would compile, not fail, for want of it
+                    log.warning("the eager step classes' compile pass failed; eager steps may compile Triton late",
+                                exc_info=True)
             self.eager_compile_pass = eager_pass
             torch.cuda.synchronize()
         self.last_tokens.zero_()

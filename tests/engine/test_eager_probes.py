@@ -136,3 +136,33 @@ def test_eager_steps_compile_in_a_second_pass(tiny_llama, monkeypatch):
     assert [e[0] for e in events] == ["enter", "exit", "enter", "eager", "exit"]
     assert ("eager", 96) in events
     assert r.compile_pass is not r.eager_compile_pass and r.eager_compile_pass.n == 3
+
+
+def test_a_failing_eager_pass_does_not_stop_start_up(tiny_llama, monkeypatch, caplog):
+    """The second pass is best effort: an error in it is logged and the first pass's result stands."""
+    from contextlib import contextmanager
+
+    import tachyon.kernels.precompile as precompile
+
+    llm = LLM(tiny_llama, device="cpu", dtype="float32", max_model_len=256, block_size=4, max_num_seqs=4,
+              max_num_batched_tokens=96)
+    r = llm.engine.runner
+
+    @contextmanager
+    def fake_compile_only(device):
+        yield True
+
+    def broken(t):
+        raise RuntimeError("probe broke")
+
+    monkeypatch.setattr(precompile, "compile_only", fake_compile_only)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(r, "_compile_eager_steps", broken)
+    r.model.bind_kv_cache(r._new_caches(1))
+    try:
+        with caplog.at_level("WARNING", logger="tachyon.engine"):
+            r._compile_kernels(*r._profile_step(96))
+    finally:
+        r.model.bind_kv_cache(r.kv_caches)
+    assert "eager step classes' compile pass failed" in caplog.text and "probe broke" in caplog.text
+    assert r.compile_pass is True and r.eager_compile_pass is True
