@@ -58,3 +58,24 @@ def test_knobs_record_the_tachyon_environment_but_not_the_sha(monkeypatch):
     monkeypatch.setenv("OTHER_KNOB", "1")
     e = env.capture_env()
     assert e.knobs == {"TACHYON_DECODE_ORDER": "batch"} and e.git_sha == "abc1234"
+
+
+def test_source_digest_follows_the_files_not_the_sha(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "t.json").write_text("{}")
+    (pkg / "notes.txt").write_text("not source")
+    first = env.source_digest(pkg)
+    assert first is not None and len(first) == 16 and first == env.source_digest(pkg)
+    (pkg / "notes.txt").write_text("changed")  # neither .py nor .json: same code
+    assert env.source_digest(pkg) == first
+    (pkg / "sub" / "t.json").write_text('{"k": 1}')
+    assert env.source_digest(pkg) != first
+    (pkg / "sub" / "t.json").write_text("{}")
+    (pkg / "sub" / "t.json").rename(pkg / "t.json")  # same bytes, another path
+    assert env.source_digest(pkg) != first
+    assert env.source_digest(tmp_path / "missing") is None
+    monkeypatch.setenv("TACHYON_GIT_SHA", "stale00")
+    e = env.capture_env()
+    assert e.git_sha == "stale00" and e.source_digest == env.source_digest()

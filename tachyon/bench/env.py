@@ -1,10 +1,12 @@
-"""Environment capture for results: GPU, driver, CUDA, library versions, git sha. Never raises.
+"""Environment capture for results: GPU, driver, CUDA, library versions, git sha, source digest. Never raises.
 
 $TACHYON_GIT_SHA, when set, names the sha (a copied tree on a remote GPU may carry no .git, or a stale one);
-otherwise `git rev-parse HEAD`."""
+otherwise `git rev-parse HEAD`. The source digest fingerprints the code that actually ran, whatever the sha says:
+recompute it at a checkout with `python -c "from tachyon.bench.env import source_digest; print(source_digest())"`."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -37,6 +39,21 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def source_digest(root: Path | None = None) -> str | None:
+    """16 hex digits of SHA-256 over the package's source (every .py and .json under `root`, default the installed
+    tachyon package: each file's relative path and bytes, in path order). None if the files cannot be read."""
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
+    h = hashlib.sha256()
+    try:
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and p.is_file())
+        for p in files:
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return h.hexdigest()[:16] if files else None
 
 
 def _cpu() -> str:
@@ -92,6 +109,7 @@ def capture_env() -> Environment:
     sha = None if override else _git("rev-parse", "HEAD")
     env.git_sha = override or sha
     env.knobs = {k: v for k, v in sorted(os.environ.items()) if k.startswith("TACHYON_") and k != "TACHYON_GIT_SHA"}
+    env.source_digest = source_digest()
     if sha:
         env.git_dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     try:

@@ -102,6 +102,8 @@ class Environment(BaseModel):
     tachyon: str | None = None
     git_sha: str | None = None
     git_dirty: bool | None = None
+    # bench/env.source_digest of the tachyon package that ran: which code it was, where a copied tree's sha is stale
+    source_digest: str | None = None
     # NVML's identity and limits of the measured GPU (uuid, serial, power_limit_w, sm_clock_max_mhz, mem_clock_max_mhz):
     # whether two results came from the same board, and under which cap (H200 machines differ by ~1-4%)
     gpu_board: dict[str, Any] | None = None

@@ -52,6 +52,7 @@ def env_rows(res: BenchResult) -> list[list[str]]:
              ("driver", e.driver), ("CUDA", e.cuda), ("torch", e.torch), ("triton", e.triton),
              ("transformers", e.transformers), ("vllm", e.vllm), ("tachyon", e.tachyon),
              ("git", e.git_sha and (e.git_sha[:12] + (" (dirty)" if e.git_dirty else ""))),
+             ("source digest", e.source_digest),
              ("CPU", e.cpu), ("python", e.python), ("created", res.created),
              ("engine args", ", ".join(f"{k}={v}" for k, v in sorted(res.engine_args.items())) or None),
              ("knobs", ", ".join(f"{k}={v}" for k, v in e.knobs.items()) or None)]

@@ -1,3 +1,5 @@
+# TACHYON_GIT_SHA: pass the sha from the machine that sends the call (the device checkout's .git is the one the session
+# started from, so `git rev-parse` there names a stale commit); the results' source_digest names the code that ran.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TACHYON_TEST_SKIP_MISSING_MODELS=1 TACHYON_GIT_SHA=${TACHYON_GIT_SHA:-unknown}
 mkdir -p /tmp/res
