@@ -7,7 +7,8 @@ graphs launch at their buckets and max_model_len; each Triton variant it can pic
 (split context or not, fused decode or not, PDL, the e4m3 widening, batch 1 / skinny / 16-multiple row counts, the
 prefill query tile). These functions enumerate every batch size and both context classes through the same dispatch
 helpers the kernels use and keep one shape per distinct class: a change of dispatch rule moves the classes with it.
-Contract: pure host arithmetic on the model's head layout and the engine's limits; nothing runs here.
+Contract: pure host arithmetic on the model's head layout and the engine's limits, and the stand-in sequences the
+runner feeds its own eager step functions; nothing runs here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from tachyon import kernels
+from tachyon.engine.scheduler import SchedulerOutput
 from tachyon.kernels._triton import next_pow2, sm_count
 from tachyon.kernels.attention_config import (
     PREFILL_CONFIGS_BF16,
@@ -94,3 +96,35 @@ def prefill_probe_lengths(max_tokens: int, num_heads: int, num_kv_heads: int, dt
         if q >= 2:  # one query token is a decode launch
             seen.setdefault(tuple(sorted(prefill_config(key, q, group).items())), q)
     return list(seen.values())
+
+
+class ZeroTokens:
+    """A stand-in sequence's token ids: `n` zeros, sliced without holding them."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: slice) -> list[int]:
+        return [0] * len(range(*index.indices(self.n)))
+
+
+class ProbeSequence:
+    """What batch.build_batch reads of a request, for the eager compile probes: `context` tokens of which the last
+    `query` are new, every block the cache's block 0."""
+
+    def __init__(self, context: int, query: int, block_size: int):
+        self.token_ids = ZeroTokens(context)
+        self.num_tokens = context
+        self.num_computed_tokens = context - query
+        self.block_ids = [0] * -(-context // block_size)
+
+    def wants_prompt_logprobs(self) -> bool:
+        return False
+
+
+def probe_step(seqs: list[ProbeSequence]) -> SchedulerOutput:
+    """One scheduled step of the stand-in sequences `seqs`, each computing its new tokens."""
+    return SchedulerOutput(requests=seqs, num_new_tokens=[s.num_tokens - s.num_computed_tokens for s in seqs])

@@ -22,39 +22,6 @@ def kv_cache_bytes_per_block(spec: ModelSpec, block_size: int, dtype: torch.dtyp
     return 2 * spec.num_layers * block_size * spec.num_kv_heads * spec.head_dim * elem
 
 
-class _ZeroTokens:
-    """A stand-in sequence's token ids: `n` zeros, sliced without holding them."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: slice) -> list[int]:
-        return [0] * len(range(*index.indices(self.n)))
-
-
-class _ProbeSequence:
-    """What batch.build_batch reads of a request, for the eager compile probes: `context` tokens of which the last
-    `query` are new, every block the cache's block 0."""
-
-    def __init__(self, context: int, query: int, block_size: int):
-        self.token_ids = _ZeroTokens(context)
-        self.num_tokens = context
-        self.num_computed_tokens = context - query
-        self.block_ids = [0] * -(-context // block_size)
-
-    def wants_prompt_logprobs(self) -> bool:
-        return False
-
-
-def _probe_step(seqs: list[_ProbeSequence]):
-    from tachyon.engine.scheduler import SchedulerOutput
-
-    return SchedulerOutput(requests=seqs, num_new_tokens=[s.num_tokens - s.num_computed_tokens for s in seqs])
-
-
 class RunnerStartup:
     def _new_caches(self, num_blocks: int) -> list[torch.Tensor]:
         shape = (2, num_blocks, self.block_size, self.spec.num_kv_heads, self.spec.head_dim)
@@ -161,15 +128,15 @@ class RunnerStartup:
         spec, dev, kv = self.spec, self.device, self.kv_dtype
         for batch, context in probes.decode_probe_shapes(self.max_num_seqs, self.max_model_len, spec.num_kv_heads,
                                                          dev, kv):
-            seqs = [_ProbeSequence(context, 1, self.block_size) for _ in range(batch)]
-            self.model.compute_logits(self._eager_decode_hidden(_probe_step(seqs), [-1] * batch))
+            seqs = [probes.ProbeSequence(context, 1, self.block_size) for _ in range(batch)]
+            self.model.compute_logits(self._eager_decode_hidden(probes.probe_step(seqs), [-1] * batch))
         shapes = [(batch, context, probes.KEPT_QUERY) for batch, context in probes.kept_probe_shapes(
             self.max_num_seqs, self.max_model_len, max_tokens, spec.num_kv_heads, dev, kv)]
         shapes += [(1, q, q) for q in probes.prefill_probe_lengths(max_tokens, spec.num_heads, spec.num_kv_heads,
                                                                      self.dtype)]
         for batch, context, query in shapes:
-            seqs = [_ProbeSequence(context, query, self.block_size) for _ in range(batch)]
-            self.model.compute_logits(self._eager_prefill_hidden(_probe_step(seqs)))
+            seqs = [probes.ProbeSequence(context, query, self.block_size) for _ in range(batch)]
+            self.model.compute_logits(self._eager_prefill_hidden(probes.probe_step(seqs)))
         self.last_tokens.zero_()
 
     def _profile_step(self, max_num_batched_tokens: int):
