@@ -17,7 +17,7 @@ import torch
 
 from tachyon import kernels
 from tachyon.engine.request import Request, RequestStatus
-from tachyon.engine.staging import flat_row_indices, to_device_async
+from tachyon.engine.staging import aligned_rows, flat_row_indices, to_device_async
 
 MIN_CAPACITY = 8
 
@@ -51,11 +51,7 @@ class PenaltyCounts:
         placeholder is counted there). Returns what `record` needs after the draw."""
         vocab, dev = logits.shape[-1], logits.device
         slots = self._slots(reqs, step_offset, vocab, dev)
-        # one copy; each row padded to an even length so that both start 16-byte aligned (the alignment Triton
-        # specialises pointers on, as the warm-up's compile had them)
-        pad = [0] * (len(rows) % 2)
-        both = to_device_async(torch.tensor([rows + pad, slots + pad], dtype=torch.long), dev)
-        rows_t, slots_t = both[0, : len(rows)], both[1, : len(rows)]
+        rows_t, slots_t = aligned_rows([rows, slots], torch.long, dev)  # one copy, as the warm-up's compile had them
         params = to_device_async(torch.tensor([[r.params.repetition_penalty, r.params.frequency_penalty,
                                                 r.params.presence_penalty] for r in reqs], dtype=torch.float32), dev)
         kernels.apply_penalties(logits, rows_t, slots_t, self.counts, self.seen, params)

@@ -18,7 +18,7 @@ import torch
 from tachyon import kernels
 from tachyon.engine.penalty_counts import PenaltyCounts, Picked
 from tachyon.engine.request import Request
-from tachyon.engine.staging import flat_row_indices, to_device_async
+from tachyon.engine.staging import aligned_rows, flat_row_indices, to_device_async
 from tachyon.engine.structured import MaskPrefetch, apply_bitmask
 from tachyon.sampling import Logprob, SamplingParams
 
@@ -52,17 +52,11 @@ def ban_stop_tokens(logits: torch.Tensor, rows: list[int], reqs: list[Request]) 
 def sampling_rows(temperature: list[float], top_k: list[int], top_p: list[float], min_p: list[float],
                   seed: list[int], step: list[int], device: torch.device) -> tuple[torch.Tensor, ...]:
     """The per-row (temperature, top_k, top_p, min_p, seed, step) tensors kernels.sample takes, in two host-to-device
-    copies. Every tensor starts 16-byte aligned whatever the batch size: Triton specialises each pointer on 16-byte
-    alignment, and rows of B elements packed back to back (row k at k * B) compiled, for each B mod 4, other variants
-    of the six sampling kernels than the graphs' and start-up's: on an H100 a live request's first sampled eager draw
-    paid 5.3 s of compiles (stop 66). So each field's row is padded to a multiple of 4 elements."""
-    b = len(temperature)
-    pad = [0] * (-b % 4)
-    floats = to_device_async(torch.tensor([list(temperature) + pad, list(top_p) + pad, list(min_p) + pad],
-                                          dtype=torch.float32), device)
-    ints = to_device_async(torch.tensor([list(top_k) + pad, list(seed) + pad, list(step) + pad], dtype=torch.int64),
-                           device)
-    return floats[0, :b], ints[0, :b].to(torch.int32), floats[1, :b], floats[2, :b], ints[1, :b], ints[2, :b]
+    copies, each starting 16-byte aligned whatever the batch size (staging.aligned_rows: packed rows compiled the six
+    sampling kernels anew for each batch size mod 4 on a live request's first sampled eager draw, stop 66)."""
+    temp, p, mp = aligned_rows([temperature, top_p, min_p], torch.float32, device)
+    k, s, st = aligned_rows([top_k, seed, step], torch.int64, device)
+    return temp, k.to(torch.int32), p, mp, s, st
 
 
 def sampling_tensors(reqs: list[Request], device: torch.device, step_offset: int = 0) -> tuple[torch.Tensor, ...]:

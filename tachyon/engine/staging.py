@@ -74,6 +74,18 @@ def to_device_async(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     return t.pin_memory().to(device, non_blocking=True)
 
 
+def aligned_rows(rows: list[list], dtype: torch.dtype, device: torch.device) -> list[torch.Tensor]:
+    """Equal-length host rows as `dtype` tensors on `device`, in one host-to-device copy (to_device_async), each
+    starting 16-byte aligned whatever the length. Triton specialises every pointer argument on 16-byte alignment, so
+    rows packed back to back compiled other kernel variants at some lengths than start-up had (stop 66: 5.3 s of
+    sampling-kernel compiles on a live request): each row is padded to a multiple of 16 bytes."""
+    n = len(rows[0])
+    per = max(1, 16 // torch.tensor([], dtype=dtype).element_size())
+    pad = [0] * (-n % per)
+    packed = to_device_async(torch.tensor([list(r) + pad for r in rows], dtype=dtype), device)
+    return [packed[i, :n] for i in range(len(rows))]
+
+
 def flat_row_indices(rows: list[int], ids: list[torch.Tensor], width: int, device: torch.device) -> torch.Tensor:
     """Indices into a (rows, width) tensor's flat view: the int64 host tensor ids[k] in row rows[k], in one
     host-to-device copy (to_device_async)."""
