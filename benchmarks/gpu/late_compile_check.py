@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.gpu.arrivals_probe import _arg  # noqa: E402
 from benchmarks.gpu.engine_smoke import load_workload  # noqa: E402
 from tachyon import LLM, SamplingParams  # noqa: E402
+from tachyon.bench.env import source_digest  # noqa: E402
 
 
 def _kinds(prompts: list[list[int]], chunk_len: int) -> list[tuple[str, list[list[int]], SamplingParams]]:
@@ -71,7 +72,8 @@ def main() -> None:
         rows.append(dict(kind=name, requests=len(batch), late_compiles=watch.count - before,
                          wall_ms=round(1e3 * wall, 1), events=events))
         print(f"{name:28s} late {watch.count - before:2d}  {1e3 * wall:8.1f} ms  {events}", flush=True)
-    result = dict(shape=args.shape, git_sha=os.environ.get("TACHYON_GIT_SHA"), engine_args=engine_args,
+    result = dict(shape=args.shape, git_sha=os.environ.get("TACHYON_GIT_SHA"), source_digest=source_digest(),
+                  engine_args=engine_args,
                   armed=watch.armed, total_late=watch.count, kinds=rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
