@@ -52,7 +52,10 @@ def token_id_list(prompt: object) -> list[int] | None:
         return [int(t) for t in prompt.tolist()]
     if not isinstance(prompt, (list, tuple)):
         return None
-    if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) for t in prompt):
+    kinds = set(map(type, prompt))  # one C-level pass: a per-token isinstance on the ABC cost ~0.5 us a token
+    if kinds <= {int}:
+        return list(prompt)
+    if bool in kinds or not all(issubclass(k, numbers.Integral) for k in kinds):
         return None
     return [int(t) for t in prompt]
 

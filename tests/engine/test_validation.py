@@ -122,3 +122,25 @@ def test_prompt_token_ids_as_arrays_tensors_and_tuples(llm):
     for bad in ([[5.0, 6.0]], [[True, False]], [np.array([5.0, 6.0])], [torch.tensor([[5, 6]])], [[[5]]]):
         with pytest.raises(ValueError, match="prompt must be a string or a list of token ids"):
             llm.generate(bad, sp, use_tqdm=False)
+
+
+def test_token_id_list_forms():
+    """token_id_list: a plain int list comes back as a copy; mixed int kinds (numpy ints, int subclasses) become
+    Python ints; a bool or a float anywhere in the list refuses it."""
+    import enum
+
+    import numpy as np
+
+    from tachyon.engine.engine import token_id_list
+
+    class Tok(enum.IntEnum):
+        A = 3
+
+    ids = [5, 6, 7]
+    out = token_id_list(ids)
+    assert out == ids and out is not ids
+    mixed = token_id_list([5, np.int32(6), Tok.A])
+    assert mixed == [5, 6, 3] and all(type(t) is int for t in mixed)
+    assert token_id_list(()) == []
+    for bad in ([5, True], [5, 6.0], [5, "6"], [[5]], [5, None]):
+        assert token_id_list(bad) is None, bad

@@ -2,14 +2,14 @@
 # the 700 W cap made 9.48-9.63 tok/s per MHz at stops 45-49 and 9.39-9.46 at stops 60 and 67 (median SM clock over
 # the timed run; boards differ). This A/B runs stop 49's engine (2a4b9c1, its tachyon/ carried in .old/) and this
 # tree's in turn on one board: old, new, old, new; Tachyon only, Qwen2.5-7B nano256, nvidia-smi at 100 ms beside
-# each. Any card (an H100 is power-capped at 700 W too). ~4 min. Results: ab49.tgz, ab49.txt.
+# each (ROUNDS pairs, default 2). Any card (an H100 is power-capped at 700 W too). ~4 min. Results: ab49.tgz, ab49.txt.
 # Set-up here: echo /.old/ >> .git/info/exclude; mkdir -p .old; git archive 2a4b9c1 tachyon | tar -x -C .old
 # Usage (device, repo root; carry .whl and .old): TACHYON_GIT_SHA=<sha here> bash benchmarks/gpu/bench_scripts/s67d.sh
 nvidia-smi --query-gpu=name,driver_version,power.limit,uuid --format=csv,noheader | tee $OUT/gpu.txt
 source benchmarks/gpu/bench_scripts/env.sh
 R=/tmp/res/ab49
 mkdir -p $R
-for round in 1 2; do
+for round in $(seq ${ROUNDS:-2}); do
   for tree in old new; do
     root=$PWD; [ $tree = old ] && root=$PWD/.old
     tag=${tree}_$round
@@ -23,7 +23,7 @@ for round in 1 2; do
     kill $SMI
   done
 done
-for tag in old_1 new_1 old_2 new_2; do
+for tag in $(cd $R && ls nano_*.json | grep -v requests | sed "s/nano_//; s/.json//" | sort -t_ -k2,2 -k1,1r); do
   echo "$tag $(python3 benchmarks/gpu/smi_window.py $R/smi_$tag.csv --bench $R/nano_$tag.json 2>&1 | tail -1)"
 done | tee $OUT/ab49.txt
 tar czf $OUT/ab49.tgz -C /tmp/res ab49
