@@ -80,7 +80,7 @@ def aligned_rows(rows: list[list], dtype: torch.dtype, device: torch.device) -> 
     rows packed back to back compiled other kernel variants at some lengths than start-up had (stop 66: 5.3 s of
     sampling-kernel compiles on a live request): each row is padded to a multiple of 16 bytes."""
     n = len(rows[0])
-    per = max(1, 16 // torch.tensor([], dtype=dtype).element_size())
+    per = max(1, 16 // dtype.itemsize)
     pad = [0] * (-n % per)
     packed = to_device_async(torch.tensor([list(r) + pad for r in rows], dtype=dtype), device)
     return [packed[i, :n] for i in range(len(rows))]
